@@ -1,0 +1,30 @@
+// Ground truth for every other back end: explicit T x T probabilities.
+#include <cmath>
+
+#include "prism/attention/attention.h"
+
+namespace prism::attention {
+
+Output reference_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                           double dropout_p, bool want_distance) {
+  const int64_t T = q.size(1), D = q.size(3);
+  auto qh = q.transpose(1, 2), kh = k.transpose(1, 2), vh = v.transpose(1, 2);  // (B, H, T, D)
+  auto scores = torch::matmul(qh, kh.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(D)));
+  auto mask = torch::ones({T, T}, torch::dtype(torch::kBool).device(q.device())).triu(1);
+  scores = scores.masked_fill(mask, -std::numeric_limits<float>::infinity());
+  // Softmax in fp32 whatever the input dtype, as the fused kernels do.
+  auto probs = torch::softmax(scores.to(torch::kFloat), -1);
+  Output res;
+  if (want_distance) {
+    torch::NoGradGuard no_grad;
+    auto pos = torch::arange(T, torch::dtype(torch::kFloat).device(q.device()));
+    // sum_j p_ij (i - j) = i - sum_j p_ij j
+    res.distance = pos - torch::matmul(probs, pos);
+  }
+  auto p = probs.to(q.scalar_type());
+  if (dropout_p > 0.0) p = torch::dropout(p, dropout_p, /*train=*/true);
+  res.out = torch::matmul(p, vh).transpose(1, 2);  // (B, T, H, D)
+  return res;
+}
+
+}  // namespace prism::attention

@@ -1,0 +1,209 @@
+#include "prism/config/config.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "prism/attention/backend.h"
+#include "prism/error.h"
+
+namespace prism {
+
+YAML::Node load_yaml_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error("cannot open config file", path, "check the path (configs live under experiments/)");
+  try {
+    YAML::Node n = YAML::Load(in);
+    if (!n || n.IsNull()) return YAML::Node(YAML::NodeType::Map);
+    return n;
+  } catch (const YAML::ParserException& e) {
+    throw Error(fmt::format("YAML syntax error: {}", e.msg), fmt::format("{}:{}:{}", path, e.mark.line + 1, e.mark.column + 1),
+                "fix the YAML at that line (indentation, a missing ':' or an unclosed bracket)");
+  }
+}
+
+namespace {
+void set_path(YAML::Node node, const std::vector<std::string>& parts, size_t i, const YAML::Node& value) {
+  if (i + 1 == parts.size()) {
+    node[parts[i]] = value;
+    return;
+  }
+  if (!node[parts[i]] || !node[parts[i]].IsMap()) node[parts[i]] = YAML::Node(YAML::NodeType::Map);
+  set_path(node[parts[i]], parts, i + 1, value);
+}
+}  // namespace
+
+void apply_override(YAML::Node& root, const std::string& assignment) {
+  auto eq = assignment.find('=');
+  auto bad = [&](const std::string& why) {
+    return Error(fmt::format("cannot apply override '{}': {}", assignment, why), "command line",
+                 "write overrides as key.path=value, e.g. model.d_model=256 schedule.heads=[2,2,4,4]");
+  };
+  if (eq == std::string::npos || eq == 0) throw bad("no key=value");
+  std::string key = assignment.substr(0, eq), text = assignment.substr(eq + 1);
+  std::vector<std::string> parts;
+  std::stringstream ss(key);
+  for (std::string p; std::getline(ss, p, '.');) {
+    if (p.empty()) throw bad("empty key part");
+    parts.push_back(p);
+  }
+  YAML::Node value;
+  try {
+    value = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    throw bad(e.msg);
+  }
+  if (!root || !root.IsMap()) root = YAML::Node(YAML::NodeType::Map);
+  set_path(root, parts, 0, value);
+}
+
+ModelConfig parse_model_section(ConfigNode n) {
+  ModelConfig m;
+  if (auto preset = n.maybe<std::string>("preset")) {
+    try {
+      m = model_preset(*preset);
+    } catch (const Error& e) {
+      throw Error(e.what_part(), n.where("preset"), e.fix());
+    }
+  }
+  m.n_layer = static_cast<int>(n.get_int("n_layer", m.n_layer, 1, 1024));
+  m.d_model = static_cast<int>(n.get_int("d_model", m.d_model, 1, 1 << 16));
+  m.n_head = static_cast<int>(n.get_int("n_head", m.n_head, 1, 1 << 16));
+  m.block_size = static_cast<int>(n.get_int("block_size", m.block_size, 1, 1 << 20));
+  m.vocab_size = static_cast<int>(n.get_int("vocab_size", m.vocab_size, 1, 1 << 24));
+  m.bias = n.get<bool>("bias", m.bias);
+  m.dropout = n.get_real("dropout", m.dropout, 0.0, 0.999);
+  n.finish();
+  if (m.d_model % m.n_head != 0)
+    throw Error(fmt::format("model.n_head = {} does not divide model.d_model = {}", m.n_head, m.d_model),
+                n.where("n_head"), "choose a baseline head count that divides d_model");
+  return m;
+}
+
+namespace {
+std::vector<Stair> parse_staircase(const YAML::Node& n, const ConfigNode& parent) {
+  std::vector<Stair> stairs;
+  auto bad = [&]() {
+    return Error("schedule.staircase must be a list of [head_dim, layers] pairs, or text like \"256:3,128:3,64:6\"",
+                 parent.where("staircase"), "write e.g. staircase: [[256, 3], [128, 3], [64, 6]]");
+  };
+  try {
+    if (n.IsScalar()) {
+      std::stringstream ss(n.Scalar());
+      for (std::string item; std::getline(ss, item, ',');) {
+        auto colon = item.find(':');
+        if (colon == std::string::npos) throw bad();
+        stairs.push_back({std::stoi(item.substr(0, colon)), std::stoi(item.substr(colon + 1))});
+      }
+    } else if (n.IsSequence()) {
+      for (const auto& step : n) {
+        if (!step.IsSequence() || step.size() != 2) throw bad();
+        stairs.push_back({step[0].as<int>(), step[1].as<int>()});
+      }
+    } else {
+      throw bad();
+    }
+  } catch (const YAML::Exception&) {
+    throw bad();
+  } catch (const std::logic_error&) {  // stoi
+    throw bad();
+  }
+  return stairs;
+}
+}  // namespace
+
+HeadSchedule parse_schedule_section(ConfigNode n, const ModelConfig& model, ScheduleRules* rules) {
+  ScheduleRules r;
+  r.strict = n.get<bool>("strict", false);
+  r.block_min = static_cast<int>(n.get_int("block_min", r.block_min, 1, 1024));
+  r.block_max = static_cast<int>(n.get_int("block_max", r.block_max, 1, 1024));
+  r.baseline_share = n.get_real("baseline_share", r.baseline_share, 0.0, 1.0);
+  const int forms = n.has("heads") + n.has("uniform") + n.has("staircase");
+  if (forms > 1)
+    throw Error("schedule gives more than one of heads, uniform, staircase", n.source() + " key schedule",
+                "keep exactly one form");
+  HeadSchedule s;
+  const bool has_heads = n.has("heads"), has_uniform = n.has("uniform"), has_stairs = n.has("staircase");
+  YAML::Node heads = n.raw("heads"), uniform = n.raw("uniform"), stairs = n.raw("staircase");
+  try {
+    if (has_heads) {
+      if (heads.IsSequence()) {
+        std::vector<int> v;
+        for (const auto& h : heads) v.push_back(h.as<int>());
+        s = HeadSchedule(v);
+      } else if (heads.IsScalar()) {
+        s = HeadSchedule::parse(heads.Scalar());
+      } else {
+        throw Error("schedule.heads must be a list of head counts", n.where("heads"),
+                    "write e.g. heads: [3,3,3,6,6,6,12,12,12,12,12,12] or heads: 3x3,6x3,12x6");
+      }
+    } else if (has_uniform) {
+      s = HeadSchedule::uniform(model.n_layer, uniform.as<int>());
+    } else if (has_stairs) {
+      s = HeadSchedule::from_staircase(parse_staircase(stairs, n), model.d_model);
+    } else {
+      s = HeadSchedule::uniform(model.n_layer, model.n_head);
+    }
+  } catch (const YAML::Exception&) {
+    throw Error("head counts must be integers", n.source() + " key schedule",
+                "write e.g. heads: [3,3,3,6,6,6,12,12,12,12,12,12]");
+  } catch (const Error& e) {
+    if (e.where().rfind(n.source(), 0) == 0) throw;
+    throw Error(e.what_part(), n.source() + " key schedule (" + e.where() + ")", e.fix());
+  }
+  n.finish();
+  require_valid_schedule(s, model.n_layer, model.d_model, model.n_head, r, n.source() + " key schedule");
+  if (rules) *rules = r;
+  return s;
+}
+
+Config parse_config(const YAML::Node& root, const std::string& source) {
+  ConfigNode top(root, source);
+  Config c;
+  c.source = source;
+  c.resolved = YAML::Clone(root);
+  c.model = parse_model_section(top.child("model"));
+  c.schedule = parse_schedule_section(top.child("schedule"), c.model, &c.rules);
+  c.schedule_warnings = check_schedule(c.schedule, c.model.n_layer, c.model.d_model, c.model.n_head, c.rules).warnings();
+  ConfigNode att = top.child("attention");
+  c.attention.backend = att.get_choice("backend", "auto", attention::backend_names());
+  att.finish();
+  top.finish();
+  return c;
+}
+
+Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  YAML::Node root = load_yaml_file(path);
+  for (const auto& o : overrides) apply_override(root, o);
+  return parse_config(root, overrides.empty() ? path : path + " (with overrides)");
+}
+
+std::string to_yaml(const Config& c) {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  out << YAML::Key << "model" << YAML::Value << YAML::BeginMap;
+  if (!c.model.preset.empty()) out << YAML::Key << "preset" << YAML::Value << c.model.preset;
+  out << YAML::Key << "n_layer" << YAML::Value << c.model.n_layer;
+  out << YAML::Key << "d_model" << YAML::Value << c.model.d_model;
+  out << YAML::Key << "n_head" << YAML::Value << c.model.n_head;
+  out << YAML::Key << "block_size" << YAML::Value << c.model.block_size;
+  out << YAML::Key << "vocab_size" << YAML::Value << c.model.vocab_size;
+  out << YAML::Key << "bias" << YAML::Value << c.model.bias;
+  out << YAML::Key << "dropout" << YAML::Value << c.model.dropout;
+  out << YAML::EndMap;
+  out << YAML::Key << "schedule" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "heads" << YAML::Value << YAML::Flow << c.schedule.heads();
+  out << YAML::Key << "strict" << YAML::Value << c.rules.strict;
+  out << YAML::Key << "block_min" << YAML::Value << c.rules.block_min;
+  out << YAML::Key << "block_max" << YAML::Value << c.rules.block_max;
+  out << YAML::Key << "baseline_share" << YAML::Value << c.rules.baseline_share;
+  out << YAML::EndMap;
+  out << YAML::Key << "attention" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "backend" << YAML::Value << c.attention.backend;
+  out << YAML::EndMap;
+  out << YAML::EndMap;
+  return out.c_str();
+}
+
+}  // namespace prism

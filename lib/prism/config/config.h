@@ -1,0 +1,49 @@
+#pragma once
+// The resolved configuration of a run: YAML file(s) + key=value overrides,
+// read strictly into typed sections. Unknown keys, wrong types and values out
+// of range are errors naming the file and the key.
+#include <yaml-cpp/yaml.h>
+
+#include <string>
+#include <vector>
+
+#include "prism/config/config_node.h"
+#include "prism/config/model_config.h"
+#include "prism/schedule/head_schedule.h"
+#include "prism/schedule/rules.h"
+
+namespace prism {
+
+struct AttentionConfig {
+  std::string backend = "auto";  // auto | reference | sdpa | fused | cuda
+};
+
+struct Config {
+  ModelConfig model;
+  HeadSchedule schedule;      // resolved to one count per layer
+  ScheduleRules rules;        // schedule.strict and the guideline parameters
+  std::vector<RuleFinding> schedule_warnings;  // guidelines the schedule does not follow
+  AttentionConfig attention;
+
+  std::string source;         // where it came from, for messages
+  YAML::Node resolved;        // the YAML after overrides, as read
+};
+
+// Reads a YAML file; syntax errors name the file, line and column.
+YAML::Node load_yaml_file(const std::string& path);
+// Applies `a.b.c=value` (value in YAML syntax: 3e-4, [3,3,6], "text").
+void apply_override(YAML::Node& root, const std::string& assignment);
+
+// Parses and validates a whole config. Throws prism::Error.
+Config parse_config(const YAML::Node& root, const std::string& source);
+// load_yaml_file + overrides + parse_config.
+Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
+
+// The `model:` section (a preset plus per-key changes) and the `schedule:` section.
+ModelConfig parse_model_section(ConfigNode node);
+HeadSchedule parse_schedule_section(ConfigNode node, const ModelConfig& model, ScheduleRules* rules);
+
+// The resolved config as YAML text (model expanded, schedule as a list).
+std::string to_yaml(const Config& c);
+
+}  // namespace prism

@@ -1,0 +1,36 @@
+#pragma once
+// The shape of a GPT model. The head count per layer lives in the HeadSchedule;
+// n_head here is the baseline count h_base (the uniform model's count).
+#include <string>
+#include <vector>
+
+namespace prism {
+
+struct ModelConfig {
+  std::string preset;      // the preset it started from, "" if none
+  int n_layer = 12;
+  int d_model = 768;
+  int n_head = 12;         // baseline heads h_base
+  int block_size = 1024;   // maximum context T
+  int vocab_size = 50257;  // GPT-2 BPE + EOT
+  bool bias = true;
+  double dropout = 0.0;
+
+  int head_dim_base() const { return d_model / n_head; }
+};
+
+struct ModelPreset {
+  std::string name;
+  std::string description;
+  ModelConfig config;
+};
+
+// Built-in shapes: the paper's three scales and small CPU-sized ones.
+const std::vector<ModelPreset>& model_presets();
+// Throws prism::Error listing the known names.
+ModelConfig model_preset(const std::string& name);
+
+// Shape checks independent of the schedule (d_model % n_head, positive sizes).
+void validate_model_config(const ModelConfig& m, const std::string& where);
+
+}  // namespace prism

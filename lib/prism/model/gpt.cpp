@@ -1,0 +1,134 @@
+#include "prism/model/gpt.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "prism/error.h"
+#include "prism/schedule/rules.h"
+
+namespace prism {
+
+namespace F = torch::nn::functional;
+
+namespace {
+torch::nn::Linear linear(int64_t in, int64_t out, bool bias) {
+  return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(bias));
+}
+}  // namespace
+
+LayerNormImpl::LayerNormImpl(int64_t d, bool bias) {
+  weight = register_parameter("weight", torch::ones({d}));
+  if (bias) this->bias = register_parameter("bias", torch::zeros({d}));
+}
+
+torch::Tensor LayerNormImpl::forward(const torch::Tensor& x) {
+  return torch::layer_norm(x, {weight.size(0)}, weight, bias, 1e-5);
+}
+
+CausalSelfAttentionImpl::CausalSelfAttentionImpl(const ModelConfig& cfg, int n_head_)
+    : n_head(n_head_), head_dim(cfg.d_model / n_head_), dropout(cfg.dropout) {
+  c_attn = register_module("c_attn", linear(cfg.d_model, 3 * cfg.d_model, cfg.bias));
+  c_proj = register_module("c_proj", linear(cfg.d_model, cfg.d_model, cfg.bias));
+  resid_dropout = register_module("resid_dropout", torch::nn::Dropout(cfg.dropout));
+}
+
+torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x, const attention::Options& attn,
+                                               torch::Tensor* distance) {
+  const int64_t B = x.size(0), T = x.size(1), C = x.size(2);
+  // (B, T, 3, H, D): q, k, v are strided views, no copies.
+  auto qkv = c_attn(x).view({B, T, 3, n_head, head_dim});
+  attention::Options opt = attn;
+  opt.dropout_p = is_training() ? dropout : 0.0;
+  opt.want_distance = distance != nullptr;
+  auto res = attention::causal_attention(qkv.select(2, 0), qkv.select(2, 1), qkv.select(2, 2), opt);
+  if (distance) *distance = res.distance;
+  auto y = res.out.reshape({B, T, C});
+  return resid_dropout(c_proj(y));
+}
+
+MLPImpl::MLPImpl(const ModelConfig& cfg) {
+  c_fc = register_module("c_fc", linear(cfg.d_model, 4 * cfg.d_model, cfg.bias));
+  c_proj = register_module("c_proj", linear(4 * cfg.d_model, cfg.d_model, cfg.bias));
+  dropout = register_module("dropout", torch::nn::Dropout(cfg.dropout));
+}
+
+torch::Tensor MLPImpl::forward(const torch::Tensor& x) {
+  // GPT-2's GELU is the tanh approximation.
+  return dropout(c_proj(F::gelu(c_fc(x), F::GELUFuncOptions().approximate("tanh"))));
+}
+
+BlockImpl::BlockImpl(const ModelConfig& cfg, int n_head) {
+  ln_1 = register_module("ln_1", LayerNorm(cfg.d_model, cfg.bias));
+  attn = register_module("attn", CausalSelfAttention(cfg, n_head));
+  ln_2 = register_module("ln_2", LayerNorm(cfg.d_model, cfg.bias));
+  mlp = register_module("mlp", MLP(cfg));
+}
+
+torch::Tensor BlockImpl::forward(const torch::Tensor& x, const attention::Options& a, torch::Tensor* distance) {
+  auto y = x + attn(ln_1(x), a, distance);
+  return y + mlp(ln_2(y));
+}
+
+GPTImpl::GPTImpl(const ModelConfig& cfg, const HeadSchedule& schedule) : cfg_(cfg), schedule_(schedule) {
+  validate_model_config(cfg, "model");
+  require_valid_schedule(schedule, cfg.n_layer, cfg.d_model, cfg.n_head, ScheduleRules{}, "model schedule");
+  wte = register_module("wte", torch::nn::Embedding(cfg.vocab_size, cfg.d_model));
+  wpe = register_module("wpe", torch::nn::Embedding(cfg.block_size, cfg.d_model));
+  drop = register_module("drop", torch::nn::Dropout(cfg.dropout));
+  h = register_module("h", torch::nn::ModuleList());
+  for (int l = 0; l < cfg.n_layer; ++l) h->push_back(Block(cfg, schedule[l]));
+  ln_f = register_module("ln_f", LayerNorm(cfg.d_model, cfg.bias));
+  init_weights();
+}
+
+void GPTImpl::init_weights() {
+  torch::NoGradGuard no_grad;
+  // GPT-2: N(0, 0.02) everywhere, residual projections scaled by 1/sqrt(2 L).
+  const double proj_std = 0.02 / std::sqrt(2.0 * cfg_.n_layer);
+  for (auto& item : named_parameters()) {
+    const std::string& name = item.key();
+    auto& p = item.value();
+    auto ends_with = [&](const std::string& s) {
+      return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
+    };
+    if (name.find("ln_") != std::string::npos) {
+      if (ends_with("weight")) p.fill_(1.0); else p.zero_();
+    } else if (ends_with("bias")) {
+      p.zero_();
+    } else if (ends_with("c_proj.weight")) {
+      p.normal_(0.0, proj_std);
+    } else {
+      p.normal_(0.0, 0.02);
+    }
+  }
+}
+
+GPTOutput GPTImpl::forward(const torch::Tensor& idx, const torch::Tensor& targets, bool want_distance) {
+  const int64_t T = idx.size(1);
+  if (T > cfg_.block_size)
+    throw Error(fmt::format("sequence length {} exceeds the model's block_size {}", T, cfg_.block_size), "model forward",
+                "use a context of at most model.block_size tokens");
+  auto pos = torch::arange(T, torch::dtype(torch::kLong).device(idx.device()));
+  auto x = drop(wte(idx) + wpe(pos));
+  GPTOutput out;
+  if (want_distance) out.distance.resize(h->size());
+  for (size_t l = 0; l < h->size(); ++l)
+    x = h[l]->as<Block>()->forward(x, attn_, want_distance ? &out.distance[l] : nullptr);
+  x = ln_f(x);
+  out.logits = F::linear(x, wte->weight);  // LM head tied to the token embedding
+  if (targets.defined()) {
+    out.loss = F::cross_entropy(out.logits.view({-1, out.logits.size(-1)}).to(torch::kFloat), targets.reshape({-1}),
+                                F::CrossEntropyFuncOptions().ignore_index(-1));
+  }
+  return out;
+}
+
+int64_t GPTImpl::num_params(bool include_position_table) const {
+  int64_t n = 0;
+  for (const auto& p : parameters()) n += p.numel();
+  if (!include_position_table) n -= wpe->weight.numel();
+  return n;
+}
+
+}  // namespace prism

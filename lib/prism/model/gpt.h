@@ -1,0 +1,94 @@
+#pragma once
+// The GPT-2 architecture with one difference: every CausalSelfAttention takes
+// its own head count from the HeadSchedule (PAPER.md). Parameter names follow
+// nanoGPT (wte, wpe, h.N.attn.c_attn, ..., ln_f); they are the checkpoint keys.
+#include <torch/torch.h>
+
+#include <vector>
+
+#include "prism/attention/attention.h"
+#include "prism/config/model_config.h"
+#include "prism/schedule/head_schedule.h"
+
+namespace prism {
+
+// LayerNorm with an optional bias (LibTorch's has no switch for the bias alone).
+class LayerNormImpl : public torch::nn::Module {
+ public:
+  LayerNormImpl(int64_t d, bool bias);
+  torch::Tensor forward(const torch::Tensor& x);
+  torch::Tensor weight, bias;
+};
+TORCH_MODULE(LayerNorm);
+
+class CausalSelfAttentionImpl : public torch::nn::Module {
+ public:
+  CausalSelfAttentionImpl(const ModelConfig& cfg, int n_head);
+  // x: (B, T, C). When `distance` is given, it receives sum_j p_ij (i - j) as (B, n_head, T).
+  torch::Tensor forward(const torch::Tensor& x, const attention::Options& attn, torch::Tensor* distance = nullptr);
+
+  int n_head, head_dim;
+  double dropout;
+  torch::nn::Linear c_attn{nullptr};  // fused W_Q, W_K, W_V: d_model -> 3 d_model, whatever n_head is
+  torch::nn::Linear c_proj{nullptr};  // W_O: d_model -> d_model
+  torch::nn::Dropout resid_dropout{nullptr};
+};
+TORCH_MODULE(CausalSelfAttention);
+
+class MLPImpl : public torch::nn::Module {
+ public:
+  explicit MLPImpl(const ModelConfig& cfg);
+  torch::Tensor forward(const torch::Tensor& x);
+
+  torch::nn::Linear c_fc{nullptr}, c_proj{nullptr};
+  torch::nn::Dropout dropout{nullptr};
+};
+TORCH_MODULE(MLP);
+
+class BlockImpl : public torch::nn::Module {
+ public:
+  BlockImpl(const ModelConfig& cfg, int n_head);
+  torch::Tensor forward(const torch::Tensor& x, const attention::Options& attn, torch::Tensor* distance = nullptr);
+
+  LayerNorm ln_1{nullptr}, ln_2{nullptr};
+  CausalSelfAttention attn{nullptr};
+  MLP mlp{nullptr};
+};
+TORCH_MODULE(Block);
+
+struct GPTOutput {
+  torch::Tensor logits;                 // (B, T, V)
+  torch::Tensor loss;                   // scalar mean cross-entropy, when targets were given
+  std::vector<torch::Tensor> distance;  // per layer (B, h_l, T), when requested
+};
+
+class GPTImpl : public torch::nn::Module {
+ public:
+  // Throws prism::Error if the schedule breaks a hard rule for this shape.
+  GPTImpl(const ModelConfig& cfg, const HeadSchedule& schedule);
+
+  // idx, targets: (B, T) int64 token ids, T <= block_size; targets < 0 are ignored.
+  GPTOutput forward(const torch::Tensor& idx, const torch::Tensor& targets = {}, bool want_distance = false);
+
+  // nanoGPT's count: every parameter once (the tied LM head shares wte), optionally
+  // without the position table.
+  int64_t num_params(bool include_position_table = true) const;
+
+  const ModelConfig& config() const { return cfg_; }
+  const HeadSchedule& schedule() const { return schedule_; }
+  attention::Options& attention_options() { return attn_; }
+
+  torch::nn::Embedding wte{nullptr}, wpe{nullptr};
+  torch::nn::Dropout drop{nullptr};
+  torch::nn::ModuleList h{nullptr};
+  LayerNorm ln_f{nullptr};
+
+ private:
+  void init_weights();
+  ModelConfig cfg_;
+  HeadSchedule schedule_;
+  attention::Options attn_;
+};
+TORCH_MODULE(GPT);
+
+}  // namespace prism

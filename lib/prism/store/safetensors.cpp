@@ -1,0 +1,158 @@
+#include "prism/store/safetensors.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "prism/error.h"
+
+namespace prism {
+
+namespace {
+
+struct DtypeName {
+  torch::ScalarType type;
+  const char* name;
+};
+const DtypeName kDtypes[] = {
+    {torch::kFloat32, "F32"}, {torch::kFloat64, "F64"}, {torch::kBFloat16, "BF16"}, {torch::kFloat16, "F16"},
+    {torch::kInt64, "I64"},   {torch::kInt32, "I32"},   {torch::kInt16, "I16"},     {torch::kInt8, "I8"},
+    {torch::kUInt8, "U8"},    {torch::kBool, "BOOL"},
+};
+
+const char* dtype_name(torch::ScalarType t) {
+  for (const auto& d : kDtypes)
+    if (d.type == t) return d.name;
+  throw Error(fmt::format("cannot store dtype {} in safetensors", c10::toString(t)), "safetensors",
+              "convert the tensor to a float or integer type");
+}
+
+torch::ScalarType dtype_of(const std::string& name, const std::string& path) {
+  for (const auto& d : kDtypes)
+    if (name == d.name) return d.type;
+  throw Error(fmt::format("unsupported dtype '{}'", name), path, "store tensors as F32, BF16, F16 or integers");
+}
+
+}  // namespace
+
+const torch::Tensor& Safetensors::at(const std::string& name) const {
+  for (const auto& [k, t] : tensors)
+    if (k == name) return t;
+  throw Error(fmt::format("tensor '{}' not found", name), path,
+              "check that the file was written by a model of the same shape and schedule");
+}
+
+void write_file_atomic(const std::string& path, const std::string& bytes) {
+  const std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0)
+    throw Error(fmt::format("cannot create file: {}", std::strerror(errno)), tmp,
+                "check that the directory exists and is writable");
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      throw Error(fmt::format("write failed: {}", std::strerror(err)), tmp,
+                  err == ENOSPC ? "free disk space; the previous file under the final name is untouched"
+                                : "check the disk; the previous file under the final name is untouched");
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    throw Error(fmt::format("flush failed: {}", std::strerror(err)), tmp, "check the disk and free space");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    throw Error(fmt::format("rename failed: {}", std::strerror(err)), path, "check permissions of the directory");
+  }
+}
+
+void save_safetensors(const std::string& path, const NamedTensors& tensors,
+                      const std::map<std::string, std::string>& metadata) {
+  nlohmann::ordered_json header;
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  std::vector<torch::Tensor> data;
+  size_t offset = 0;
+  for (const auto& [name, t] : tensors) {
+    auto c = t.detach().to(torch::kCPU).contiguous();
+    size_t bytes = static_cast<size_t>(c.numel()) * c.element_size();
+    header[name] = {{"dtype", dtype_name(c.scalar_type())}, {"shape", c.sizes().vec()},
+                    {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
+    data.push_back(c);
+  }
+  std::string h = header.dump();
+  while ((8 + h.size()) % 8 != 0) h += ' ';  // keep tensor data 8-byte aligned
+  std::string out;
+  out.reserve(8 + h.size() + offset);
+  uint64_t n = h.size();
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((n >> (8 * i)) & 0xff));
+  out += h;
+  for (const auto& c : data) out.append(static_cast<const char*>(c.data_ptr()), static_cast<size_t>(c.numel()) * c.element_size());
+  write_file_atomic(path, out);
+}
+
+Safetensors load_safetensors(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) throw Error("cannot open safetensors file", path, "check the path");
+  const auto size = static_cast<uint64_t>(in.tellg());
+  in.seekg(0);
+  auto corrupt = [&](const std::string& why) {
+    return Error(fmt::format("not a valid safetensors file ({})", why), path,
+                 "the file is truncated or not a checkpoint; use another checkpoint or retrain");
+  };
+  if (size < 8) throw corrupt("shorter than its 8-byte header length");
+  unsigned char len_bytes[8];
+  in.read(reinterpret_cast<char*>(len_bytes), 8);
+  uint64_t hlen = 0;
+  for (int i = 0; i < 8; ++i) hlen |= static_cast<uint64_t>(len_bytes[i]) << (8 * i);
+  if (hlen > size - 8 || hlen > (100u << 20)) throw corrupt("header length beyond the file");
+  std::string h(hlen, '\0');
+  in.read(h.data(), static_cast<std::streamsize>(hlen));
+  nlohmann::ordered_json header;
+  try {
+    header = nlohmann::ordered_json::parse(h);
+  } catch (const nlohmann::json::exception& e) {
+    throw corrupt(std::string("header is not JSON: ") + e.what());
+  }
+  const uint64_t base = 8 + hlen, data_size = size - base;
+  std::string data(data_size, '\0');
+  in.read(data.data(), static_cast<std::streamsize>(data_size));
+  if (!in) throw corrupt("could not read the data");
+  Safetensors st;
+  st.path = path;
+  for (auto& [name, v] : header.items()) {
+    if (name == "__metadata__") {
+      for (auto& [k, s] : v.items()) st.metadata[k] = s.get<std::string>();
+      continue;
+    }
+    try {
+      auto type = dtype_of(v.at("dtype").get<std::string>(), path);
+      auto shape = v.at("shape").get<std::vector<int64_t>>();
+      auto off = v.at("data_offsets").get<std::vector<uint64_t>>();
+      auto t = torch::empty(shape, torch::dtype(type));
+      uint64_t bytes = static_cast<uint64_t>(t.numel()) * t.element_size();
+      if (off.size() != 2 || off[1] < off[0] || off[1] > data_size || off[1] - off[0] != bytes)
+        throw corrupt(fmt::format("tensor '{}' has data offsets outside the file", name));
+      std::memcpy(t.data_ptr(), data.data() + off[0], bytes);
+      st.tensors.emplace_back(name, t);
+    } catch (const nlohmann::json::exception& e) {
+      throw corrupt(fmt::format("entry '{}': {}", name, e.what()));
+    }
+  }
+  return st;
+}
+
+}  // namespace prism

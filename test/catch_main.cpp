@@ -1,0 +1,11 @@
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+#include <torch/torch.h>
+
+#include <thread>
+
+int main(int argc, char** argv) {
+  // LibTorch may start with one intra-op thread; tests use every core.
+  torch::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  return Catch::Session().run(argc, argv);
+}

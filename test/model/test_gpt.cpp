@@ -1,0 +1,135 @@
+#include <catch2/catch.hpp>
+#include <torch/torch.h>
+
+#include "prism/error.h"
+#include "prism/model/cost.h"
+#include "prism/model/gpt.h"
+
+using namespace prism;
+
+namespace {
+ModelConfig tiny() { return model_preset("test-tiny"); }  // 2 x 64, 4 heads, T 32, V 512
+}  // namespace
+
+TEST_CASE("GPT forward gives (B, T, V) logits and a scalar loss", "[model]") {
+  torch::manual_seed(0);
+  GPT m(tiny(), HeadSchedule::parse("2,4"));
+  auto idx = torch::randint(0, 512, {3, 17}, torch::kLong);
+  auto targets = torch::randint(0, 512, {3, 17}, torch::kLong);
+  auto out = m->forward(idx, targets);
+  CHECK(out.logits.sizes() == torch::IntArrayRef({3, 17, 512}));
+  CHECK(out.loss.dim() == 0);
+  // Fresh GPT-2 init predicts close to uniform: loss near ln(V).
+  CHECK(out.loss.item<double>() == Approx(std::log(512.0)).margin(0.3));
+  CHECK_FALSE(m->forward(idx).loss.defined());
+}
+
+TEST_CASE("each attention layer uses its scheduled head count", "[model]") {
+  GPT m(tiny(), HeadSchedule::parse("2,4"));
+  auto a0 = m->h[0]->as<Block>()->attn;
+  auto a1 = m->h[1]->as<Block>()->attn;
+  CHECK(a0->n_head == 2);
+  CHECK(a0->head_dim == 32);
+  CHECK(a1->n_head == 4);
+  CHECK(a1->head_dim == 16);
+  // W_Q, W_K, W_V, W_O stay d_model x d_model whatever the head count.
+  CHECK(a0->c_attn->weight.sizes() == a1->c_attn->weight.sizes());
+  CHECK(a0->c_proj->weight.sizes() == torch::IntArrayRef({64, 64}));
+  auto out = m->forward(torch::zeros({1, 5}, torch::kLong), {}, /*want_distance=*/true);
+  REQUIRE(out.distance.size() == 2);
+  CHECK(out.distance[0].sizes() == torch::IntArrayRef({1, 2, 5}));
+  CHECK(out.distance[1].sizes() == torch::IntArrayRef({1, 4, 5}));
+}
+
+TEST_CASE("parameter names are nanoGPT's and the LM head is tied", "[model]") {
+  GPT m(tiny(), HeadSchedule::uniform(2, 4));
+  auto params = m->named_parameters();
+  for (const char* name : {"wte.weight", "wpe.weight", "h.0.ln_1.weight", "h.0.ln_1.bias", "h.0.attn.c_attn.weight",
+                           "h.0.attn.c_attn.bias", "h.0.attn.c_proj.weight", "h.1.mlp.c_fc.weight",
+                           "h.1.mlp.c_proj.bias", "ln_f.weight", "ln_f.bias"}) {
+    INFO(name);
+    CHECK(params.contains(name));
+  }
+  CHECK_FALSE(params.contains("lm_head.weight"));
+  ModelConfig nb = tiny();
+  nb.bias = false;
+  GPT m2(nb, HeadSchedule::uniform(2, 4));
+  CHECK_FALSE(m2->named_parameters().contains("h.0.ln_1.bias"));
+  CHECK_FALSE(m2->named_parameters().contains("h.0.attn.c_attn.bias"));
+}
+
+TEST_CASE("GPT-2 initialisation scales the residual projections", "[model]") {
+  torch::manual_seed(1);
+  ModelConfig cfg = model_preset("cpu-256");  // 8 layers: proj std 0.02 / 4 = 0.005
+  GPT m(cfg, HeadSchedule::uniform(8, 8));
+  auto p = m->named_parameters();
+  CHECK(p["h.3.attn.c_proj.weight"].std().item<double>() == Approx(0.005).epsilon(0.05));
+  CHECK(p["h.3.mlp.c_proj.weight"].std().item<double>() == Approx(0.005).epsilon(0.05));
+  CHECK(p["h.3.mlp.c_fc.weight"].std().item<double>() == Approx(0.02).epsilon(0.05));
+  CHECK(p["wte.weight"].std().item<double>() == Approx(0.02).epsilon(0.05));
+  CHECK(p["h.3.mlp.c_fc.bias"].abs().max().item<double>() == 0.0);
+  CHECK(p["h.3.ln_2.weight"].min().item<double>() == 1.0);
+}
+
+TEST_CASE("causality: changing a future token leaves earlier logits unchanged", "[model]") {
+  torch::manual_seed(2);
+  for (const char* sched : {"4,4", "2,4", "1,4"}) {
+    INFO(sched);
+    GPT m(tiny(), HeadSchedule::parse(sched));
+    m->eval();
+    auto idx = torch::randint(0, 512, {2, 20}, torch::kLong);
+    auto idx2 = idx.clone();
+    idx2.index_put_({torch::indexing::Slice(), 12}, (idx.index({torch::indexing::Slice(), 12}) + 7) % 512);
+    auto a = m->forward(idx).logits, b = m->forward(idx2).logits;
+    using torch::indexing::Slice;
+    CHECK(torch::equal(a.index({Slice(), Slice(0, 12)}), b.index({Slice(), Slice(0, 12)})));
+    CHECK_FALSE(torch::allclose(a.index({Slice(), 12}), b.index({Slice(), 12})));
+  }
+}
+
+TEST_CASE("a schedule that breaks a hard rule cannot build a model", "[model]") {
+  CHECK_THROWS_WITH(GPT(tiny(), HeadSchedule::parse("4,2")), Catch::Contains("rule 2"));
+  CHECK_THROWS_WITH(GPT(tiny(), HeadSchedule::parse("3,4")), Catch::Contains("rule 1"));
+  CHECK_THROWS_WITH(GPT(tiny(), HeadSchedule::parse("4,4,4")), Catch::Contains("3 layers"));
+  GPT m(tiny(), HeadSchedule::uniform(2, 4));
+  CHECK_THROWS_WITH(m->forward(torch::zeros({1, 33}, torch::kLong)), Catch::Contains("block_size"));
+}
+
+TEST_CASE("parameters are identical for every valid schedule of a shape", "[model][neutrality]") {
+  ModelConfig cfg = model_preset("cpu-256");
+  int64_t uniform = GPT(cfg, HeadSchedule::uniform(8, 8))->num_params();
+  for (const char* s : {"2x2,4x2,8x4", "1x2,8x6", "4x4,8x4", "2x3,8x5"}) {
+    INFO(s);
+    auto hs = HeadSchedule::parse(s);
+    GPT m(cfg, hs);
+    CHECK(m->num_params() == uniform);
+    CHECK(model_cost(cfg, hs).params == uniform);
+  }
+}
+
+TEST_CASE("the paper's three shapes: params as nanoGPT reports them, equal across schedules",
+          "[model][neutrality]") {
+  struct Case {
+    const char* preset;
+    const char* prism;
+    double millions_without_pos;  // PAPER.md
+  };
+  for (const auto& c : {Case{"gpt2-124m", "3x3,6x3,12x6", 123.7}, Case{"gpt2-354m", "4x4,8x4,16x16", 353.8},
+                        Case{"prism-757m", "6x4,12x4,24x16", 757.2}}) {
+    INFO(c.preset);
+    ModelConfig cfg = model_preset(c.preset);
+    auto prism = HeadSchedule::parse(c.prism);
+    auto uniform = HeadSchedule::uniform(cfg.n_layer, cfg.n_head);
+    auto cp = model_cost(cfg, prism), cu = model_cost(cfg, uniform);
+    CHECK(cp.params == cu.params);
+    CHECK(cp.forward_flops_per_token == cu.forward_flops_per_token);
+    CHECK(std::round(cp.params_without_positions / 1e5) / 10 == Approx(c.millions_without_pos));
+    // The analytic count is what the built model has.
+    torch::NoGradGuard ng;
+    GPT m(cfg, prism);
+    CHECK(m->num_params(true) == cp.params);
+    CHECK(m->num_params(false) == cp.params_without_positions);
+  }
+  // GPT-2 small, exactly: 124,439,808 with the 1024 x 768 position table.
+  CHECK(model_cost(model_preset("gpt2-124m"), HeadSchedule::uniform(12, 12)).params == 124439808);
+}

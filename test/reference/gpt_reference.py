@@ -1,0 +1,103 @@
+"""PyTorch reference of Prism's GPT: nanoGPT's architecture with one head count
+per layer. Parity tests feed it the C++ model's weights and compare logits, loss
+and every parameter gradient.
+
+    python gpt_reference.py IN.safetensors OUT.safetensors
+
+IN holds the weights (nanoGPT names), `idx` and `targets` (int64, B x T) and
+__metadata__ with n_layer, d_model, heads (comma separated), bias ("1"/"0").
+OUT receives `logits`, `loss` and `grad.<name>` for every parameter.
+"""
+import math
+import sys
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from safetensors.torch import load_file, save_file
+from safetensors import safe_open
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, d_model, n_head, bias):
+        super().__init__()
+        self.n_head, self.head_dim = n_head, d_model // n_head
+        self.c_attn = nn.Linear(d_model, 3 * d_model, bias=bias)
+        self.c_proj = nn.Linear(d_model, d_model, bias=bias)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = self.c_attn(x).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.n_head, self.head_dim).transpose(1, 2) for t in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(self.head_dim)
+        mask = torch.ones(T, T, dtype=torch.bool).triu(1)
+        att = F.softmax(att.masked_fill(mask, float("-inf")), dim=-1)
+        y = (att @ v).transpose(1, 2).reshape(B, T, C)
+        return self.c_proj(y)
+
+
+class MLP(nn.Module):
+    def __init__(self, d_model, bias):
+        super().__init__()
+        self.c_fc = nn.Linear(d_model, 4 * d_model, bias=bias)
+        self.c_proj = nn.Linear(4 * d_model, d_model, bias=bias)
+
+    def forward(self, x):
+        return self.c_proj(F.gelu(self.c_fc(x), approximate="tanh"))
+
+
+class Block(nn.Module):
+    def __init__(self, d_model, n_head, bias):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(d_model, bias=bias)
+        self.attn = CausalSelfAttention(d_model, n_head, bias)
+        self.ln_2 = nn.LayerNorm(d_model, bias=bias)
+        self.mlp = MLP(d_model, bias)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+class GPT(nn.Module):
+    def __init__(self, vocab_size, block_size, d_model, heads, bias):
+        super().__init__()
+        self.wte = nn.Embedding(vocab_size, d_model)
+        self.wpe = nn.Embedding(block_size, d_model)
+        self.h = nn.ModuleList(Block(d_model, n, bias) for n in heads)
+        self.ln_f = nn.LayerNorm(d_model, bias=bias)
+
+    def forward(self, idx, targets=None):
+        T = idx.shape[1]
+        x = self.wte(idx) + self.wpe(torch.arange(T))
+        for block in self.h:
+            x = block(x)
+        logits = F.linear(self.ln_f(x), self.wte.weight)  # tied LM head
+        loss = None
+        if targets is not None:
+            loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1)
+        return logits, loss
+
+
+def main(inp, out):
+    tensors = load_file(inp)
+    with safe_open(inp, "pt") as f:
+        meta = f.metadata()
+    heads = [int(h) for h in meta["heads"].split(",")]
+    wte, wpe = tensors["wte.weight"], tensors["wpe.weight"]
+    model = GPT(wte.shape[0], wpe.shape[0], wte.shape[1], heads, meta["bias"] == "1")
+    params = dict(model.named_parameters())
+    missing = set(params) - set(tensors)
+    assert not missing, f"weights missing from {inp}: {sorted(missing)}"
+    model.load_state_dict({k: tensors[k] for k in params}, strict=True)
+    logits, loss = model(tensors["idx"], tensors["targets"])
+    loss.backward()
+    result = {"logits": logits.detach().contiguous(), "loss": loss.detach().reshape(1)}
+    for name, p in model.named_parameters():
+        result["grad." + name] = p.grad.contiguous()
+    save_file(result, out)
+
+
+if __name__ == "__main__":
+    torch.set_num_threads(1)
+    main(sys.argv[1], sys.argv[2])

@@ -1,0 +1,39 @@
+#pragma once
+// Helpers shared by tests: temp dirs, running the prism binary and Python
+// reference scripts, reading whole files.
+#include <string>
+
+namespace prism::test {
+
+struct Process {
+  int exit_code;
+  std::string output;  // stdout and stderr together
+};
+
+// Runs a shell command, capturing its output.
+Process run(const std::string& command);
+// Runs `prism <args>`.
+Process run_prism(const std::string& args);
+// Runs a script under test/reference/ with the configured Python; fails the test
+// (does not skip) if Python or torch is missing.
+Process run_reference(const std::string& script, const std::string& args);
+
+// A fresh directory under the system temp dir, removed when destroyed.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& tag = "prism-test");
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+std::string read_file(const std::string& path);
+void write_file(const std::string& path, const std::string& text);
+std::string source_path(const std::string& relative);  // path under the repository root
+
+}  // namespace prism::test
