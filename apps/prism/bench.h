@@ -1,0 +1,26 @@
+#pragma once
+// `prism bench <name>`: each benchmark file registers itself here. A benchmark
+// prints what it measured, on what machine, and as ratios against a named
+// baseline run in the same process.
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace prism::cli {
+
+struct Benchmark {
+  std::string name;     // prism bench <name>
+  std::string summary;  // one line for `prism bench --help`
+  std::function<int(const std::vector<std::string>& args)> run;
+};
+
+struct BenchRegistration {
+  explicit BenchRegistration(Benchmark b);
+};
+
+std::vector<Benchmark> benchmarks();
+
+// "AMD EPYC ..., 2 threads, LibTorch 2.13.0 (CPU)" -- printed by every benchmark.
+std::string machine_description();
+
+}  // namespace prism::cli

@@ -1,0 +1,62 @@
+// prism bench <name> [options]: dispatches to the registered benchmarks.
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <fstream>
+#include <iostream>
+
+#include "bench.h"
+#include "cli.h"
+
+namespace prism::cli {
+
+namespace {
+std::vector<Benchmark>& registry() {
+  static std::vector<Benchmark> r;
+  return r;
+}
+
+void usage() {
+  std::cout << "usage: prism bench <name> [options]\n\nbenchmarks:\n";
+  for (const auto& b : benchmarks()) std::cout << fmt::format("  {:<12} {}\n", b.name, b.summary);
+  std::cout << "\n`prism bench <name> --help` lists each benchmark's options.\n";
+}
+
+int run(const std::vector<std::string>& args) {
+  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+    usage();
+    return args.empty() ? 2 : 0;
+  }
+  for (const auto& b : benchmarks())
+    if (b.name == args[0]) return b.run(std::vector<std::string>(args.begin() + 1, args.end()));
+  std::cerr << fmt::format("prism bench: error: unknown benchmark '{}'. Fix: run `prism bench --help` for the list\n",
+                           args[0]);
+  return 2;
+}
+
+const Registration reg{{90, "bench", "benchmarks, printed as ratios against a baseline run alongside", run}};
+}  // namespace
+
+BenchRegistration::BenchRegistration(Benchmark b) { registry().push_back(std::move(b)); }
+
+std::vector<Benchmark> benchmarks() {
+  auto b = registry();
+  std::sort(b.begin(), b.end(), [](const Benchmark& x, const Benchmark& y) { return x.name < y.name; });
+  return b;
+}
+
+std::string machine_description() {
+  std::string cpu = "unknown CPU";
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("model name", 0) == 0) {
+      cpu = line.substr(line.find(':') + 2);
+      break;
+    }
+  }
+  return fmt::format("{}, {} intra-op threads, LibTorch {}{}", cpu, torch::get_num_threads(), TORCH_VERSION,
+                     torch::cuda::is_available() ? fmt::format(", CUDA device: {}", torch::cuda::device_count()) : " (CPU)");
+}
+
+}  // namespace prism::cli
