@@ -169,6 +169,11 @@ Config parse_config(const YAML::Node& root, const std::string& source) {
   ConfigNode att = top.child("attention");
   c.attention.backend = att.get_choice("backend", "auto", attention::backend_names());
   att.finish();
+  c.train = parse_train_section(top.child("train"));
+  c.data = parse_data_section(top.child("data"));
+  if (c.train.seq_len > c.model.block_size)
+    throw Error(fmt::format("train.seq_len = {} exceeds model.block_size = {}", c.train.seq_len, c.model.block_size),
+                source + " key train.seq_len", fmt::format("use train.seq_len <= {} or raise model.block_size", c.model.block_size));
   top.finish();
   return c;
 }
@@ -201,6 +206,25 @@ std::string to_yaml(const Config& c) {
   out << YAML::EndMap;
   out << YAML::Key << "attention" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "backend" << YAML::Value << c.attention.backend;
+  out << YAML::EndMap;
+  const TrainConfig& t = c.train;
+  out << YAML::Key << "train" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "seed" << YAML::Value << t.seed << YAML::Key << "device" << YAML::Value << t.device
+      << YAML::Key << "threads" << YAML::Value << t.threads << YAML::Key << "batch_size" << YAML::Value << t.batch_size
+      << YAML::Key << "seq_len" << YAML::Value << t.seq_len << YAML::Key << "tokens_per_step" << YAML::Value
+      << t.tokens_per_step << YAML::Key << "max_steps" << YAML::Value << t.max_steps << YAML::Key << "lr"
+      << YAML::Value << t.lr << YAML::Key << "min_lr_ratio" << YAML::Value << t.min_lr_ratio << YAML::Key
+      << "warmup_steps" << YAML::Value << t.warmup_steps << YAML::Key << "decay" << YAML::Value << t.decay
+      << YAML::Key << "weight_decay" << YAML::Value << t.weight_decay << YAML::Key << "beta1" << YAML::Value
+      << t.beta1 << YAML::Key << "beta2" << YAML::Value << t.beta2 << YAML::Key << "eps" << YAML::Value << t.eps
+      << YAML::Key << "grad_clip" << YAML::Value << t.grad_clip << YAML::Key << "dtype" << YAML::Value << t.dtype
+      << YAML::Key << "log_every" << YAML::Value << t.log_every << YAML::Key << "eval_every" << YAML::Value
+      << t.eval_every << YAML::Key << "eval_tokens" << YAML::Value << t.eval_tokens << YAML::Key << "distance_every"
+      << YAML::Value << t.distance_every << YAML::Key << "distance_batch" << YAML::Value << t.distance_batch
+      << YAML::Key << "checkpoint_every" << YAML::Value << t.checkpoint_every;
+  out << YAML::EndMap;
+  out << YAML::Key << "data" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "dir" << YAML::Value << c.data.dir << YAML::Key << "shuffle" << YAML::Value << c.data.shuffle;
   out << YAML::EndMap;
   out << YAML::EndMap;
   return out.c_str();

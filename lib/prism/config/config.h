@@ -9,6 +9,7 @@
 
 #include "prism/config/config_node.h"
 #include "prism/config/model_config.h"
+#include "prism/config/train_config.h"
 #include "prism/schedule/head_schedule.h"
 #include "prism/schedule/rules.h"
 
@@ -24,6 +25,8 @@ struct Config {
   ScheduleRules rules;        // schedule.strict and the guideline parameters
   std::vector<RuleFinding> schedule_warnings;  // guidelines the schedule does not follow
   AttentionConfig attention;
+  TrainConfig train;
+  DataConfig data;
 
   std::string source;         // where it came from, for messages
   YAML::Node resolved;        // the YAML after overrides, as read

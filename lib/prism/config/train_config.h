@@ -1,0 +1,43 @@
+#pragma once
+// The `train:` and `data:` sections: optimisation, schedule of the learning
+// rate, measurement cadence, checkpoints, and where the token shards are.
+#include <cstdint>
+#include <string>
+
+namespace prism {
+
+class ConfigNode;
+
+struct TrainConfig {
+  uint64_t seed = 0;
+  std::string device = "auto";   // auto | cpu | cuda
+  int threads = 0;               // intra-op threads; 0 = every core
+  int64_t batch_size = 8;        // micro-batch B per process
+  int64_t seq_len = 256;         // T, at most model.block_size
+  int64_t tokens_per_step = 0;   // optimizer step size in tokens; 0 = one micro-batch (B*T)
+  int64_t max_steps = 1000;
+  double lr = 6e-4;              // peak learning rate
+  double min_lr_ratio = 0.1;     // cosine floor = lr * min_lr_ratio
+  int64_t warmup_steps = 100;
+  std::string decay = "cosine";  // cosine | linear | constant
+  double weight_decay = 0.1;     // matrices only (nanoGPT's grouping)
+  double beta1 = 0.9, beta2 = 0.95, eps = 1e-8;
+  double grad_clip = 1.0;        // 0 disables clipping
+  std::string dtype = "auto";    // auto | fp32 | bf16 (autocast; fp32 master weights)
+  int64_t log_every = 10;
+  int64_t eval_every = 100;      // validation loss cadence (0 = only at the end)
+  int64_t eval_tokens = 65536;   // size of the fixed held-out set
+  int64_t distance_every = 200;  // attention distance cadence (0 = only at the end)
+  int64_t distance_batch = 4;    // sequences in the fixed held-out distance batch
+  int64_t checkpoint_every = 500;// 0 = only at the end (and on SIGINT/SIGTERM)
+};
+
+struct DataConfig {
+  std::string dir;               // a prepared corpus: *_val_*.bin and *_train_*.bin shards
+  bool shuffle = true;           // random windows (true) or sequential (false) for training
+};
+
+TrainConfig parse_train_section(ConfigNode node);
+DataConfig parse_data_section(ConfigNode node);
+
+}  // namespace prism

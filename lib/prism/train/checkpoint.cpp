@@ -1,0 +1,176 @@
+#include "prism/train/checkpoint.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "prism/error.h"
+#include "prism/store/safetensors.h"
+
+namespace fs = std::filesystem;
+
+namespace prism {
+
+namespace {
+
+const char* kFormat = "prism-gpt-1";
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+torch::optim::AdamWParamState* adam_state(torch::optim::AdamW& opt, const torch::Tensor& p) {
+  auto it = opt.state().find(p.unsafeGetTensorImpl());
+  if (it == opt.state().end()) return nullptr;
+  return static_cast<torch::optim::AdamWParamState*>(it->second.get());
+}
+
+std::string heads_text(const HeadSchedule& s) { return fmt::format("{}", fmt::join(s.heads(), ",")); }
+
+}  // namespace
+
+std::string save_checkpoint(const std::string& run_dir, GPT& model, torch::optim::AdamW& opt,
+                            const TrainerState& st, const std::string& config_yaml, int keep) {
+  const fs::path root = fs::path(run_dir) / "checkpoints";
+  const std::string name = fmt::format("step_{:06d}", st.step);
+  const fs::path dir = root / name;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw Error(fmt::format("cannot create checkpoint directory: {}", ec.message()), dir.string(), "check permissions and free space");
+  try {
+    // Weights, readable without Prism.
+    NamedTensors weights;
+    for (const auto& p : model->named_parameters()) weights.emplace_back(p.key(), p.value().detach().to(torch::kCPU));
+    save_safetensors((dir / "model.safetensors").string(), weights,
+                     {{"format", kFormat}, {"config", config_yaml}, {"heads", heads_text(model->schedule())},
+                      {"step", std::to_string(st.step)}, {"prism_version", PRISM_VERSION}});
+    // Trainer state.
+    NamedTensors state;
+    int64_t adam_step = 0;
+    for (const auto& p : model->named_parameters()) {
+      if (auto* s = adam_state(opt, p.value())) {
+        state.emplace_back("adam.exp_avg." + p.key(), s->exp_avg());
+        state.emplace_back("adam.exp_avg_sq." + p.key(), s->exp_avg_sq());
+        adam_step = s->step();
+      }
+    }
+    state.emplace_back("rng.cpu", at::detail::getDefaultCPUGenerator().get_state());
+    nlohmann::json j = {{"step", st.step},
+                        {"tokens", st.tokens},
+                        {"elapsed_s", st.elapsed_s},
+                        {"loader", {{"seed", st.loader.seed}, {"epoch", st.loader.epoch}, {"position", st.loader.position}}},
+                        {"best_val_loss", std::isfinite(st.best_val_loss) ? nlohmann::json(st.best_val_loss) : nlohmann::json()},
+                        {"best_val_step", st.best_val_step},
+                        {"world_size", st.world_size},
+                        {"adam_step", adam_step}};
+    save_safetensors((dir / "state.safetensors").string(), state, {{"format", kFormat}, {"trainer_state", j.dump()}});
+    write_file_atomic((root / "latest").string(), name + "\n");
+  } catch (...) {
+    // Leave the previous checkpoint in charge; remove the partial one.
+    if (read_text((root / "latest").string()) != name) fs::remove_all(dir, ec);
+    throw;
+  }
+  // Prune older checkpoints beyond `keep`.
+  std::vector<fs::path> all;
+  for (const auto& e : fs::directory_iterator(root, ec))
+    if (e.is_directory() && e.path().filename().string().rfind("step_", 0) == 0) all.push_back(e.path());
+  std::sort(all.begin(), all.end());
+  for (size_t i = 0; i + static_cast<size_t>(std::max(keep, 1)) < all.size(); ++i) fs::remove_all(all[i], ec);
+  return dir.string();
+}
+
+std::optional<std::string> latest_checkpoint(const std::string& run_dir) {
+  const fs::path root = fs::path(run_dir) / "checkpoints";
+  std::string name = read_text((root / "latest").string());
+  if (name.empty()) return std::nullopt;
+  fs::path dir = root / name;
+  if (!fs::exists(dir / "model.safetensors") || !fs::exists(dir / "state.safetensors")) return std::nullopt;
+  return dir.string();
+}
+
+void load_weights(GPT& model, const std::string& path) {
+  auto st = load_safetensors(path);
+  torch::NoGradGuard ng;
+  for (auto& p : model->named_parameters()) {
+    const auto& t = st.at(p.key());
+    if (t.sizes() != p.value().sizes())
+      throw Error(fmt::format("tensor '{}' has shape {} in the checkpoint but {} in the model", p.key(),
+                              fmt::join(t.sizes().vec(), "x"), fmt::join(p.value().sizes().vec(), "x")),
+                  path, "load it with the config and schedule it was trained with");
+    p.value().copy_(t);
+  }
+}
+
+void load_checkpoint(const std::string& ckpt_dir, GPT& model, torch::optim::AdamW& opt, TrainerState& st) {
+  const std::string model_path = (fs::path(ckpt_dir) / "model.safetensors").string();
+  const std::string state_path = (fs::path(ckpt_dir) / "state.safetensors").string();
+  auto meta = load_safetensors(model_path).metadata;
+  if (meta["heads"] != heads_text(model->schedule()))
+    throw Error(fmt::format("the checkpoint's schedule [{}] differs from the config's [{}]", meta["heads"],
+                            heads_text(model->schedule())),
+                model_path, "resume with the config the run was started with");
+  load_weights(model, model_path);
+  auto state = load_safetensors(state_path);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(state.metadata.at("trainer_state"));
+  } catch (const std::exception& e) {
+    throw Error(fmt::format("trainer state is unreadable ({})", e.what()), state_path, "resume from another checkpoint");
+  }
+  st.step = j.at("step");
+  st.tokens = j.at("tokens");
+  st.elapsed_s = j.at("elapsed_s");
+  st.loader.seed = j.at("loader").at("seed");
+  st.loader.epoch = j.at("loader").at("epoch");
+  st.loader.position = j.at("loader").at("position");
+  st.best_val_loss = j.at("best_val_loss").is_null() ? std::numeric_limits<double>::infinity() : j.at("best_val_loss").get<double>();
+  st.best_val_step = j.at("best_val_step");
+  st.world_size = j.at("world_size");
+  const int64_t adam_step = j.at("adam_step");
+  torch::NoGradGuard ng;
+  for (auto& p : model->named_parameters()) {
+    std::string a = "adam.exp_avg." + p.key();
+    bool present = false;
+    for (const auto& kv : state.tensors) present = present || kv.first == a;
+    if (!present) continue;
+    auto s = std::make_unique<torch::optim::AdamWParamState>();
+    s->step(adam_step);
+    s->exp_avg(state.at(a).to(p.value().device()).clone());
+    s->exp_avg_sq(state.at("adam.exp_avg_sq." + p.key()).to(p.value().device()).clone());
+    opt.state()[p.value().unsafeGetTensorImpl()] = std::move(s);
+  }
+  auto gen = at::detail::getDefaultCPUGenerator();
+  gen.set_state(state.at("rng.cpu"));
+}
+
+LoadedModel load_model(const std::string& path) {
+  fs::path p(path);
+  std::string file;
+  if (fs::is_regular_file(p)) {
+    file = p.string();
+  } else if (fs::exists(p / "model.safetensors")) {
+    file = (p / "model.safetensors").string();
+  } else if (auto ckpt = latest_checkpoint(path)) {
+    file = (fs::path(*ckpt) / "model.safetensors").string();
+  } else {
+    throw Error("no checkpoint found", path, "pass a run directory with checkpoints/, a checkpoint directory or a model.safetensors file");
+  }
+  auto meta = load_safetensors(file).metadata;
+  if (meta["format"] != kFormat)
+    throw Error("not a Prism checkpoint (missing format metadata)", file, "pass a model.safetensors written by prism train");
+  LoadedModel lm;
+  lm.path = file;
+  lm.config = parse_config(YAML::Load(meta["config"]), file + " (embedded config)");
+  lm.step = std::stoll(meta["step"]);
+  lm.model = GPT(lm.config.model, lm.config.schedule);
+  load_weights(lm.model, file);
+  return lm;
+}
+
+}  // namespace prism

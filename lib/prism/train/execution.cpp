@@ -1,0 +1,56 @@
+#include "prism/train/execution.h"
+
+#include <ATen/autocast_mode.h>
+#include <fmt/format.h>
+
+#include <fstream>
+#include <thread>
+
+#include "prism/error.h"
+
+namespace prism {
+
+bool cpu_supports_bf16() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("flags", 0) != 0) continue;
+    return line.find(" avx512_bf16") != std::string::npos || line.find(" amx_bf16") != std::string::npos;
+  }
+  return false;
+}
+
+std::string Execution::describe() const {
+  return fmt::format("{}, {} thread{}, {}", device.str(), threads, threads == 1 ? "" : "s",
+                     bf16 ? "bf16 autocast (fp32 master weights)" : "fp32");
+}
+
+Execution resolve_execution(const TrainConfig& t) {
+  Execution e;
+  const bool cuda = torch::cuda::is_available();
+  if (t.device == "cuda" && !cuda)
+    throw Error("train.device is cuda but no CUDA device is available", "train.device",
+                "use train.device: cpu (or auto), or run on a machine with a GPU and a CUDA build of LibTorch");
+  e.device = (t.device == "cuda" || (t.device == "auto" && cuda)) ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
+  int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  e.threads = t.threads > 0 ? t.threads : cores;
+  torch::set_num_threads(e.threads);
+  e.threads = torch::get_num_threads();
+  bool native_bf16 = e.device.is_cuda() ? true : cpu_supports_bf16();
+  if (t.dtype == "bf16") e.bf16 = true;
+  else if (t.dtype == "auto") e.bf16 = native_bf16;
+  return e;
+}
+
+AutocastScope::AutocastScope(const Execution& e) : active_(e.bf16), type_(e.device.type()) {
+  if (!active_) return;
+  at::autocast::set_autocast_dtype(type_, at::kBFloat16);
+  at::autocast::set_autocast_enabled(type_, true);
+}
+
+AutocastScope::~AutocastScope() {
+  if (!active_) return;
+  at::autocast::set_autocast_enabled(type_, false);
+  at::autocast::clear_cache();
+}
+
+}  // namespace prism

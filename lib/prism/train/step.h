@@ -1,0 +1,27 @@
+#pragma once
+// One optimizer step: gradient accumulation over micro-batches (autocast as the
+// execution says), clipping, AdamW. Shared by the trainer and `prism bench train`.
+#include <torch/torch.h>
+
+#include <functional>
+#include <utility>
+
+#include "prism/model/gpt.h"
+#include "prism/train/execution.h"
+
+namespace prism {
+
+using BatchSource = std::function<std::pair<torch::Tensor, torch::Tensor>()>;
+
+struct StepResult {
+  double loss = 0;       // mean over micro-batches (NaN/inf if training diverged)
+  double grad_norm = 0;  // before clipping
+};
+
+// Runs forward/backward on `accum` micro-batches and, if the loss is finite,
+// clips to `grad_clip` (0: no clipping) and steps the optimizer. The optimizer
+// is not stepped on a non-finite loss, so the weights stay the last good ones.
+StepResult optimizer_step(GPT& model, torch::optim::Optimizer& opt, const Execution& exec, const BatchSource& next,
+                          int64_t accum, double grad_clip);
+
+}  // namespace prism

@@ -1,0 +1,50 @@
+#include <catch2/catch.hpp>
+
+#include "prism/model/gpt.h"
+#include "prism/train/lr_schedule.h"
+#include "prism/train/optimizer.h"
+
+using namespace prism;
+
+TEST_CASE("learning rate: linear warmup, cosine decay to the floor", "[train]") {
+  TrainConfig t;
+  t.lr = 1e-3;
+  t.min_lr_ratio = 0.1;
+  t.warmup_steps = 10;
+  t.max_steps = 110;
+  CHECK(learning_rate(t, 0) == Approx(1e-4));
+  CHECK(learning_rate(t, 4) == Approx(5e-4));
+  CHECK(learning_rate(t, 9) == Approx(1e-3));
+  CHECK(learning_rate(t, 10) == Approx(1e-3));
+  CHECK(learning_rate(t, 60) == Approx(1e-4 + 0.5 * 9e-4));  // half way: cos(pi/2) = 0
+  CHECK(learning_rate(t, 110) == Approx(1e-4));
+  CHECK(learning_rate(t, 500) == Approx(1e-4));  // stays at the floor
+  for (int64_t s = 11; s < 110; ++s) CHECK(learning_rate(t, s) <= learning_rate(t, s - 1));
+  t.decay = "linear";
+  CHECK(learning_rate(t, 60) == Approx(1e-4 + 0.5 * 9e-4));
+  CHECK(learning_rate(t, 35) == Approx(1e-4 + 0.75 * 9e-4));
+  t.decay = "constant";
+  CHECK(learning_rate(t, 100) == Approx(1e-3));
+}
+
+TEST_CASE("AdamW groups decay matrices and embeddings, not biases and LayerNorm", "[train]") {
+  GPT m(model_preset("test-tiny"), HeadSchedule::uniform(2, 4));
+  auto g = group_parameters(*m);
+  auto has = [](const std::vector<std::string>& v, const std::string& s) {
+    return std::find(v.begin(), v.end(), s) != v.end();
+  };
+  CHECK(has(g.decay_names, "wte.weight"));
+  CHECK(has(g.decay_names, "h.0.attn.c_attn.weight"));
+  CHECK(has(g.no_decay_names, "h.0.attn.c_attn.bias"));
+  CHECK(has(g.no_decay_names, "h.1.ln_2.weight"));
+  CHECK(g.decay_numel + g.no_decay_numel == m->num_params());
+  TrainConfig t;
+  t.weight_decay = 0.1;
+  auto opt = make_adamw(*m, t);
+  REQUIRE(opt->param_groups().size() == 2);
+  CHECK(static_cast<torch::optim::AdamWOptions&>(opt->param_groups()[0].options()).weight_decay() == 0.1);
+  CHECK(static_cast<torch::optim::AdamWOptions&>(opt->param_groups()[1].options()).weight_decay() == 0.0);
+  CHECK(static_cast<int64_t>(opt->param_groups()[0].params().size()) == static_cast<int64_t>(g.decay_names.size()));
+  set_learning_rate(*opt, 0.5);
+  CHECK(static_cast<torch::optim::AdamWOptions&>(opt->param_groups()[1].options()).lr() == 0.5);
+}
