@@ -33,6 +33,7 @@ class TempDir {
 };
 
 std::string read_file(const std::string& path);
+std::string read_file_or_empty(const std::string& path);  // "" if missing
 void write_file(const std::string& path, const std::string& text);
 std::string source_path(const std::string& relative);  // path under the repository root
 

@@ -251,7 +251,7 @@ TrainSummary Loop::run() {
       if (st_.step % c_.train.log_every == 0 || st_.step == c_.train.max_steps) {
         const double tps = window_tokens / std::max(window_t, 1e-9);
         const double eta = (c_.train.max_steps - st_.step) * step_tokens / std::max(tps, 1e-9);
-        log(fmt::format("step {:>6}/{} | loss {:.4f} | lr {:.2e} | norm {:.3f} | {}/s | elapsed {} | ETA {}", st_.step,
+        log(fmt::format("step {:>6}/{} | loss {:.4f} | lr {:.2e} | norm {:.3f} | {} tok/s | elapsed {} | ETA {}", st_.step,
                         c_.train.max_steps, loss, lr, norm, format_count(tps), format_duration(st_.elapsed_s),
                         format_duration(eta)));
         window_t = 0;
@@ -284,7 +284,7 @@ TrainSummary Loop::run() {
   sum.wall_s = seconds_since(t0);
   sum.tokens_per_s = st_.elapsed_s > 0 ? static_cast<double>(st_.tokens) / st_.elapsed_s : 0;
   sum.checkpoint = last_checkpoint_;
-  log(fmt::format("{}: {} steps, {} tokens in {} ({}/s) | train loss {:.4f} | val loss {:.4f} (best {:.4f} at step {}) | "
+  log(fmt::format("{}: {} steps, {} tokens in {} ({} tok/s) | train loss {:.4f} | val loss {:.4f} (best {:.4f} at step {}) | "
                   "run {} | checkpoint {}",
                   sum.status, sum.steps, format_count(static_cast<double>(sum.tokens)), format_duration(st_.elapsed_s),
                   format_count(sum.tokens_per_s), sum.train_loss, sum.val_loss, sum.best_val_loss, sum.best_val_step,

@@ -1,0 +1,33 @@
+"""Reads a run.h5 with h5py and prints it as JSON: root attributes and every
+dataset (as lists). Used by tests to check the run store from Python's side.
+
+    python read_run.py RUN.h5
+"""
+import json
+import sys
+
+import h5py
+import numpy as np
+
+
+def plain(v):
+    if isinstance(v, bytes):
+        return v.decode()
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
+
+
+out = {"attrs": {}, "datasets": {}}
+with h5py.File(sys.argv[1], "r", swmr=True) as f:
+    for k, v in f.attrs.items():
+        out["attrs"][k] = plain(v)
+
+    def visit(name, obj):
+        if isinstance(obj, h5py.Dataset):
+            out["datasets"][name] = plain(obj[()])
+
+    f.visititems(visit)
+print(json.dumps(out))

@@ -1,0 +1,184 @@
+// prism train end to end: a real run on synthetic shards, kill -9 + --resume,
+// and the bad inputs of issue 3. Reads run.h5 back through h5py.
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "support.h"
+
+using namespace prism::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string config_text(const std::string& data_dir) {
+  return fmt::format(
+      "model: {{preset: test-tiny, vocab_size: 50257}}\n"
+      "schedule: {{heads: [2, 4]}}\n"
+      "train: {{batch_size: 4, seq_len: 32, max_steps: 12, lr: 3.0e-3, warmup_steps: 2, eval_every: 4,\n"
+      "        eval_tokens: 512, distance_every: 4, distance_batch: 2, checkpoint_every: 4, log_every: 2,\n"
+      "        threads: 1, dtype: fp32}}\n"
+      "data: {{dir: {}}}\n",
+      data_dir);
+}
+
+struct Fixture {
+  TempDir dir{"prism-train"};
+  std::string shards = dir.file("shards");
+  std::string config = dir.file("run.yaml");
+  explicit Fixture(const std::string& make_args = "") {
+    auto r = run_reference("make_shards.py", shards + " " + make_args);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    write_file(config, config_text(shards));
+  }
+};
+
+nlohmann::json read_run(const std::string& h5) {
+  auto r = run_reference("read_run.py", h5);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  return nlohmann::json::parse(r.output);
+}
+
+}  // namespace
+
+TEST_CASE("prism train runs to a falling loss and a complete run.h5", "[train][run]") {
+  Fixture f;
+  auto r = run_prism(fmt::format("train {} --out {}", f.config, f.dir.file("a")));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains("step     12/12") && Catch::Contains("tok/s"));
+  CHECK_THAT(r.output, Catch::Contains("ETA") && Catch::Contains("completed: 12 steps"));
+  auto run = read_run(f.dir.file("a/run.h5"));
+  CHECK(run["attrs"]["status"] == "completed");
+  CHECK(run["attrs"]["heads"] == std::vector<int>{2, 4});
+  CHECK(run["attrs"]["seed"] == 0);
+  CHECK_THAT(run["attrs"]["config"].get<std::string>(), Catch::Contains("test-tiny"));
+  auto loss = run["datasets"]["train/loss"].get<std::vector<double>>();
+  REQUIRE(loss.size() == 12);
+  CHECK(run["datasets"]["train/step"].get<std::vector<int64_t>>().back() == 12);
+  CHECK(run["datasets"]["train/tokens"].get<std::vector<int64_t>>().back() == 12 * 4 * 32);
+  CHECK(loss.back() < loss.front() - 1.0);  // clearly falling
+  CHECK(run["datasets"]["val/step"].get<std::vector<int64_t>>() == std::vector<int64_t>{0, 4, 8, 12});
+  auto val = run["datasets"]["val/loss"].get<std::vector<double>>();
+  CHECK(val.back() < val.front());
+  CHECK(run["datasets"]["attention/step"].get<std::vector<int64_t>>() == std::vector<int64_t>{0, 4, 8, 12});
+  auto D = run["datasets"]["attention/distance"].get<std::vector<std::vector<double>>>();
+  REQUIRE(D.size() == 4);
+  CHECK(D[0].size() == 2);  // one D_l per layer
+  CHECK(run["datasets"]["attention/layer_00/distance"][0].size() == 2);  // 2 heads in layer 0
+  CHECK(run["datasets"]["attention/layer_01/distance"][0].size() == 4);
+  CHECK(fs::exists(f.dir.file("a/checkpoints/step_000012/model.safetensors")));
+  CHECK(fs::exists(f.dir.file("a/config.yaml")));
+}
+
+TEST_CASE("kill -9 mid-run, then --resume, reproduces the uninterrupted loss curve exactly", "[train][run][resume]") {
+  Fixture f;
+  // With dropout on, the RNG state must be restored too.
+  auto a = run_prism(fmt::format("train {} --out {} model.dropout=0.1", f.config, f.dir.file("a")));
+  REQUIRE(a.exit_code == 0);
+
+  // Start the same run in the background; kill -9 once a mid-run checkpoint exists.
+  const std::string b = f.dir.file("b");
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    execl(PRISM_BINARY, PRISM_BINARY, "train", f.config.c_str(), "--out", b.c_str(), "model.dropout=0.1",
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  bool saw = false;
+  for (int i = 0; i < 600 && !saw; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    saw = read_file_or_empty(b + "/checkpoints/latest").find("step_000004") != std::string::npos;
+  }
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  REQUIRE(saw);
+  REQUIRE(WIFSIGNALED(status));
+  auto mid = read_run(b + "/run.h5");  // the killed run's file opens
+  CHECK(mid["attrs"]["status"] == "running");
+
+  auto r = run_prism("train --resume " + b);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains("resumed"));
+  auto ra = read_run(f.dir.file("a/run.h5")), rb = read_run(b + "/run.h5");
+  CHECK(rb["attrs"]["status"] == "completed");
+  for (const char* key : {"train/step", "train/loss", "train/grad_norm", "train/lr", "val/step", "val/loss",
+                          "attention/step", "attention/distance"}) {
+    INFO(key);
+    CHECK(ra["datasets"][key] == rb["datasets"][key]);  // bit-equal
+  }
+}
+
+TEST_CASE("a finished run is never overwritten without --force", "[train][run]") {
+  Fixture f;
+  const std::string out = f.dir.file("a");
+  REQUIRE(run_prism(fmt::format("train {} --out {} train.max_steps=2", f.config, out)).exit_code == 0);
+  auto before = read_file(out + "/run.h5");
+  auto again = run_prism(fmt::format("train {} --out {} train.max_steps=2", f.config, out));
+  CHECK(again.exit_code == 2);
+  CHECK_THAT(again.output, Catch::Contains("already exists") && Catch::Contains("--force"));
+  CHECK(read_file(out + "/run.h5") == before);
+  CHECK(run_prism(fmt::format("train {} --out {} --force train.max_steps=2", f.config, out)).exit_code == 0);
+}
+
+TEST_CASE("NaN loss stops the run with a clear message and keeps the last good checkpoint", "[train][run]") {
+  Fixture f;
+  // An absurd learning rate without clipping diverges within a few steps.
+  auto r = run_prism(fmt::format("train {} --out {} train.lr=5000 train.grad_clip=0 train.checkpoint_every=1",
+                                 f.config, f.dir.file("a")));
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Catch::Contains("training loss is") && Catch::Contains("last good checkpoint"));
+  auto run = read_run(f.dir.file("a/run.h5"));
+  CHECK(run["attrs"]["status"] == "failed");
+  auto latest = read_file(f.dir.file("a/checkpoints/latest"));
+  auto steps = run["datasets"]["train/step"].get<std::vector<int64_t>>();
+  REQUIRE_FALSE(steps.empty());
+  CHECK_THAT(latest, Catch::Contains(fmt::format("step_{:06d}", steps.back())));
+}
+
+TEST_CASE("bad input to prism train: one clear line naming the file and the fix", "[train][run]") {
+  struct Case {
+    std::string make_args, override_, expect;
+  };
+  for (const auto& c : {Case{"", "train.seq_len=64", "exceeds model.block_size"},
+                        Case{"--corrupt magic", "", "magic"},
+                        Case{"--corrupt truncate", "", "synth_train_000001.bin"},
+                        Case{"--corrupt short", "", "synth_train_000001.bin"},
+                        Case{"", "data.dir=/nonexistent/corpus", "/nonexistent/corpus"},
+                        Case{"", "train.lr=fast", "train.lr"}}) {
+    INFO(c.make_args << " " << c.override_);
+    Fixture f(c.make_args);
+    auto r = run_prism(fmt::format("train {} --out {} {}", f.config, f.dir.file("a"), c.override_));
+    INFO(r.output);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.output, Catch::Contains(c.expect) && Catch::Contains("Fix:"));
+  }
+}
+
+TEST_CASE("a full disk while checkpointing fails cleanly and keeps the previous checkpoint", "[train][run]") {
+  Fixture f;
+  const std::string out = f.dir.file("a");
+  REQUIRE(run_prism(fmt::format("train {} --out {} train.max_steps=4", f.config, out)).exit_code == 0);
+  // Continue with a file-size limit that a checkpoint cannot fit in: writes fail
+  // with EFBIG like they would with ENOSPC (SIGXFSZ ignored so write() reports it).
+  auto r = run(fmt::format("bash -c \"trap '' XFSZ; ulimit -f 2000; '{}' train --resume {} train.max_steps=8\"",
+                           PRISM_BINARY, out));
+  INFO(r.output);
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.output, Catch::Contains("model.safetensors") && Catch::Contains("Fix:"));
+  CHECK_THAT(read_file(out + "/checkpoints/latest"), Catch::Contains("step_000004"));
+  CHECK(fs::exists(out + "/checkpoints/step_000004/model.safetensors"));
+  CHECK_FALSE(fs::exists(out + "/checkpoints/step_000008"));
+}
