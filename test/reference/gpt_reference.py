@@ -67,6 +67,19 @@ class GPT(nn.Module):
         self.h = nn.ModuleList(Block(d_model, n, bias) for n in heads)
         self.ln_f = nn.LayerNorm(d_model, bias=bias)
 
+    def init_gpt2(self):
+        """GPT-2 initialisation, as Prism's model does: N(0, 0.02), residual
+        projections scaled by 1/sqrt(2 L), zero biases, unit LayerNorm gains."""
+        proj_std = 0.02 / math.sqrt(2 * len(self.h))
+        for name, p in self.named_parameters():
+            if ".ln_" in name or name.startswith("ln_"):
+                nn.init.ones_(p) if name.endswith("weight") else nn.init.zeros_(p)
+            elif name.endswith("bias"):
+                nn.init.zeros_(p)
+            else:
+                nn.init.normal_(p, 0.0, proj_std if name.endswith("c_proj.weight") else 0.02)
+        return self
+
     def forward(self, idx, targets=None):
         T = idx.shape[1]
         x = self.wte(idx) + self.wpe(torch.arange(T))

@@ -52,6 +52,7 @@ def main():
         old = block.attn
         block.attn = SdpaAttention(a.d_model, h, True)
         block.attn.load_state_dict(old.state_dict())
+    model.init_gpt2()
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
