@@ -1,6 +1,26 @@
 #pragma once
 // RunStore: one HDF5 file per run (run.h5), with the schema of DESIGN.md,
 // appended and flushed as the run goes, readable by h5py while it is written.
+//
+// How it stays readable and crash-safe: the file uses the latest HDF5 format and
+// HDF5's SWMR mode (single writer, multiple readers). Every dataset is created
+// up front (the attention layout follows from `heads`), then appends run in SWMR
+// mode, each followed by a flush; the step column of a group is extended last,
+// so len(<group>/step) rows are complete in every column at any moment, even
+// after a SIGKILL. Attributes and new groups cannot change under SWMR, so
+// set_status() and write_eval() briefly leave it (close, reopen plain, write,
+// and SWMR resumes with the next append).
+//
+// Reading from Python, live, after a crash, or finished (one form for all):
+//   with h5py.File("run.h5", "r", libver="latest", swmr=True) as f:
+//       n = len(f["train/step"])
+//       loss = f["train/loss"][:n]
+// A plain h5py.File("run.h5") works once the run has closed the file; while it
+// runs, or after a kill, HDF5 refuses a non-SWMR open ("file is already open for
+// write"). resume() clears that mark; so does `h5clear -s run.h5`.
+// One writer per file: the writer holds an OFD lock on it (HDF5's own flock is
+// released in SWMR mode) and does not take HDF5's file lock, so that readers
+// holding the file open never block the end-of-run status update.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -32,7 +52,11 @@ class RunStore {
   static RunStore create(const std::string& path, const RunAttributes& attrs);
   // Opens an existing run to continue it: rows with step > `keep_through_step`
   // (written after the checkpoint being resumed) are dropped; status -> running.
+  // Works on a file left by a killed run.
   static RunStore resume(const std::string& path, int64_t keep_through_step);
+  // Opens an existing run to add results (write_eval, set_status) without
+  // dropping rows or changing its status.
+  static RunStore open(const std::string& path);
 
   void append_train(const TrainRow& row);
   void append_val(const ValRow& row);
@@ -42,7 +66,11 @@ class RunStore {
   void write_eval(const std::string& task, double acc, double acc_norm, int64_t n);
   void set_status(const std::string& status);  // running | completed | failed
   std::string status() const;
+  // The root attributes as stored (read when the file was opened).
+  const RunAttributes& attributes() const;
 
+  // Closes the file; the status stays what it was (a destroyed store that was
+  // never set to completed or failed reads "running", like a killed run).
   void close();
   ~RunStore();
   RunStore(RunStore&&) noexcept;
@@ -52,7 +80,9 @@ class RunStore {
 
  private:
   RunStore() = default;
+  static RunStore open_existing(const std::string& path);  // locked, marks of a killed writer cleared
   struct Impl;
+  Impl& open_impl() const;  // throws prism::Error once closed
   Impl* impl_ = nullptr;
   std::string path_;
 };
