@@ -2,25 +2,31 @@
 // RunStore: one HDF5 file per run (run.h5), with the schema of DESIGN.md,
 // appended and flushed as the run goes, readable by h5py while it is written.
 //
-// How it stays readable and crash-safe: the file uses the latest HDF5 format and
-// HDF5's SWMR mode (single writer, multiple readers). Every dataset is created
-// up front (the attention layout follows from `heads`), then appends run in SWMR
-// mode, each followed by a flush; the step column of a group is extended last,
-// so len(<group>/step) rows are complete in every column at any moment, even
-// after a SIGKILL. Attributes and new groups cannot change under SWMR, so
-// set_status() and write_eval() briefly leave it (close, reopen plain, write,
-// and SWMR resumes with the next append).
+// How it stays readable and crash-safe: the file uses the HDF5 1.10 format and
+// SWMR mode (single writer, multiple readers). Every dataset is created up
+// front (the attention layout follows from `heads`) under a temporary name that
+// is renamed to `path` once complete; then appends run in SWMR mode, each row
+// flushed, the data columns of a group first and its `step` column last, so
+// len(<group>/step) rows are complete in every column at any moment, even after
+// a SIGKILL. SWMR forbids changing attributes or adding groups, so set_status()
+// and write_eval() briefly leave it (close, reopen plain, write, resume SWMR);
+// a reader opening in that window gets an error and simply retries.
 //
 // Reading from Python, live, after a crash, or finished (one form for all):
-//   with h5py.File("run.h5", "r", libver="latest", swmr=True) as f:
+//   with h5py.File("run.h5", "r", swmr=True) as f:
 //       n = len(f["train/step"])
 //       loss = f["train/loss"][:n]
-// A plain h5py.File("run.h5") works once the run has closed the file; while it
-// runs, or after a kill, HDF5 refuses a non-SWMR open ("file is already open for
-// write"). resume() clears that mark; so does `h5clear -s run.h5`.
+// Reopen (or Dataset.refresh()) to see new rows. A plain h5py.File("run.h5")
+// works once the run has closed the file; while it runs, or after a kill, HDF5
+// refuses a non-SWMR open ("file is already open for write"). resume() clears
+// that mark (as `h5clear -s -i run.h5` would).
+//
 // One writer per file: the writer holds an OFD lock on it (HDF5's own flock is
-// released in SWMR mode) and does not take HDF5's file lock, so that readers
+// dropped in SWMR mode) and does not take HDF5's file lock, so that readers
 // holding the file open never block the end-of-run status update.
+// Errors are prism::Error naming the file. After a failed write (a full disk)
+// the store stops: the file keeps every row flushed before, later calls throw,
+// and the run continues with resume() once the cause is fixed.
 #include <cstdint>
 #include <string>
 #include <vector>
