@@ -23,7 +23,7 @@ import numpy as np
 
 def open_live(path):
     # The one form that reads a run.h5 live, after a crash, or finished.
-    return h5py.File(path, "r", libver="latest", swmr=True)
+    return h5py.File(path, "r", swmr=True)
 
 
 def plain_open_error(path):

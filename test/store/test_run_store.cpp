@@ -2,9 +2,10 @@
 // schema, reading while the run writes, surviving SIGKILL, resume, and errors.
 #include <H5public.h>
 #include <catch2/catch.hpp>
-#include <fmt/format.h>
-#include <signal.h>
 #include <dlfcn.h>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,11 +13,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cmath>
 #include <filesystem>
 #include <functional>
 #include <optional>
-#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "prism/error.h"
