@@ -1,6 +1,32 @@
 #pragma once
 // RunStore: one HDF5 file per run (run.h5), with the schema of DESIGN.md,
 // appended and flushed as the run goes, readable by h5py while it is written.
+//
+// How it stays readable and crash-safe: the file uses the HDF5 1.10 format and
+// SWMR mode (single writer, multiple readers). Every dataset is created up
+// front (the attention layout follows from `heads`) under a temporary name that
+// is renamed to `path` once complete; then appends run in SWMR mode, each row
+// flushed, the data columns of a group first and its `step` column last, so
+// len(<group>/step) rows are complete in every column at any moment, even after
+// a SIGKILL. SWMR forbids changing attributes or adding groups, so set_status()
+// and write_eval() briefly leave it (close, reopen plain, write, resume SWMR);
+// a reader opening in that window gets an error and simply retries.
+//
+// Reading from Python, live, after a crash, or finished (one form for all):
+//   with h5py.File("run.h5", "r", swmr=True) as f:
+//       n = len(f["train/step"])
+//       loss = f["train/loss"][:n]
+// Reopen (or Dataset.refresh()) to see new rows. A plain h5py.File("run.h5")
+// works once the run has closed the file; while it runs, or after a kill, HDF5
+// refuses a non-SWMR open ("file is already open for write"). resume() clears
+// that mark (as `h5clear -s -i run.h5` would).
+//
+// One writer per file: the writer holds an OFD lock on it (HDF5's own flock is
+// dropped in SWMR mode) and does not take HDF5's file lock, so that readers
+// holding the file open never block the end-of-run status update.
+// Errors are prism::Error naming the file. After a failed write (a full disk)
+// the store stops: the file keeps every row flushed before, later calls throw,
+// and the run continues with resume() once the cause is fixed.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -32,7 +58,11 @@ class RunStore {
   static RunStore create(const std::string& path, const RunAttributes& attrs);
   // Opens an existing run to continue it: rows with step > `keep_through_step`
   // (written after the checkpoint being resumed) are dropped; status -> running.
+  // Works on a file left by a killed run.
   static RunStore resume(const std::string& path, int64_t keep_through_step);
+  // Opens an existing run to add results (write_eval, set_status) without
+  // dropping rows or changing its status.
+  static RunStore open(const std::string& path);
 
   void append_train(const TrainRow& row);
   void append_val(const ValRow& row);
@@ -42,7 +72,11 @@ class RunStore {
   void write_eval(const std::string& task, double acc, double acc_norm, int64_t n);
   void set_status(const std::string& status);  // running | completed | failed
   std::string status() const;
+  // The root attributes as stored (read when the file was opened).
+  const RunAttributes& attributes() const;
 
+  // Closes the file; the status stays what it was (a destroyed store that was
+  // never set to completed or failed reads "running", like a killed run).
   void close();
   ~RunStore();
   RunStore(RunStore&&) noexcept;
@@ -52,7 +86,9 @@ class RunStore {
 
  private:
   RunStore() = default;
+  static RunStore open_existing(const std::string& path);  // locked, marks of a killed writer cleared
   struct Impl;
+  Impl& open_impl() const;  // throws prism::Error once closed
   Impl* impl_ = nullptr;
   std::string path_;
 };
