@@ -31,41 +31,6 @@ constexpr const char* kPattern =
 
 constexpr const char* kVocabFix = "run data/get-vocab.sh (it puts gpt2.tiktoken in data/cache/), or pass its path";
 
-// Offset of the first byte that is not part of valid UTF-8, or npos.
-size_t invalid_utf8_at(std::string_view s) {
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  size_t n = s.size(), i = 0;
-  while (i < n) {
-    if (i + 8 <= n) {  // skip ASCII eight bytes at a time
-      uint64_t w;
-      std::memcpy(&w, p + i, 8);
-      if ((w & 0x8080808080808080ULL) == 0) {
-        i += 8;
-        continue;
-      }
-    }
-    unsigned c = p[i];
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t len;
-    uint32_t cp, min;
-    if ((c & 0xe0) == 0xc0) len = 2, cp = c & 0x1f, min = 0x80;
-    else if ((c & 0xf0) == 0xe0) len = 3, cp = c & 0x0f, min = 0x800;
-    else if ((c & 0xf8) == 0xf0) len = 4, cp = c & 0x07, min = 0x10000;
-    else return i;
-    if (i + len > n) return i;
-    for (size_t k = 1; k < len; ++k) {
-      if ((p[i + k] & 0xc0) != 0x80) return i;
-      cp = (cp << 6) | (p[i + k] & 0x3f);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return i;
-    i += len;
-  }
-  return std::string_view::npos;
-}
-
 struct ViewHash {
   size_t operator()(std::string_view v) const { return BpeRanks::hash(v.data(), v.size()); }
 };
@@ -171,6 +136,40 @@ void merge_long(const BpeRanks& ranks, std::string_view piece, std::vector<Token
 
 }  // namespace
 
+size_t utf8_error_offset(std::string_view s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  size_t n = s.size(), i = 0;
+  while (i < n) {
+    if (i + 8 <= n) {  // skip ASCII eight bytes at a time
+      uint64_t w;
+      std::memcpy(&w, p + i, 8);
+      if ((w & 0x8080808080808080ULL) == 0) {
+        i += 8;
+        continue;
+      }
+    }
+    unsigned c = p[i];
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t len;
+    uint32_t cp, min;
+    if ((c & 0xe0) == 0xc0) len = 2, cp = c & 0x1f, min = 0x80;
+    else if ((c & 0xf0) == 0xe0) len = 3, cp = c & 0x0f, min = 0x800;
+    else if ((c & 0xf8) == 0xf0) len = 4, cp = c & 0x07, min = 0x10000;
+    else return i;
+    if (i + len > n) return i;
+    for (size_t k = 1; k < len; ++k) {
+      if ((p[i + k] & 0xc0) != 0x80) return i;
+      cp = (cp << 6) | (p[i + k] & 0x3f);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return i;
+    i += len;
+  }
+  return std::string_view::npos;
+}
+
 struct Gpt2Tokenizer::Impl {
   BpeRanks ranks;
   pcre2_code* code = nullptr;
@@ -227,7 +226,7 @@ struct Gpt2Tokenizer::Impl {
   }
 
   void encode_ordinary(std::string_view text, std::vector<TokenId>& out) const {
-    size_t bad = invalid_utf8_at(text);
+    size_t bad = utf8_error_offset(text);
     if (bad != std::string_view::npos)
       throw Error(fmt::format("text is not valid UTF-8 at byte {}", bad), "tokenizer input",
                   "convert the text to UTF-8 (e.g. iconv -f latin1 -t utf-8)");

@@ -59,6 +59,10 @@ class Gpt2Tokenizer {
   std::unique_ptr<Impl> impl_;
 };
 
+// Offset of the first byte of `text` that is not valid UTF-8 (overlong forms,
+// surrogates and code points above U+10FFFF included), or npos.
+size_t utf8_error_offset(std::string_view text);
+
 // Where prism looks for the vocabulary when none is given: $PRISM_VOCAB, else
 // data/cache/gpt2.tiktoken under the current directory.
 std::string default_vocab_path();
