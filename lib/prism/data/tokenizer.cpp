@@ -8,9 +8,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
 #include <queue>
-#include <unordered_map>
 
 #include "prism/data/tokenizer_ranks.h"
 #include "prism/error.h"
@@ -31,39 +29,63 @@ constexpr const char* kPattern =
 
 constexpr const char* kVocabFix = "run data/get-vocab.sh (it puts gpt2.tiktoken in data/cache/), or pass its path";
 
-struct ViewHash {
-  size_t operator()(std::string_view v) const { return BpeRanks::hash(v.data(), v.size()); }
-};
-
-// Tokens of pieces that needed merging; words recur, so most merges are done once.
+// Tokens of pieces that needed merging; words recur, so most merges are done
+// once. Open addressing over flat arrays: a hit costs about one rank lookup.
 class PieceCache {
  public:
-  static constexpr size_t kMaxEntries = 1 << 17;
+  static constexpr size_t kMaxEntries = 1 << 17;  // then it starts over: bounded, refills with frequent pieces
   static constexpr size_t kMaxPiece = 256;
 
   bool append(std::string_view piece, std::vector<TokenId>& out) const {
-    auto it = map_.find(piece);
-    if (it == map_.end()) return false;
-    out.insert(out.end(), tokens_.begin() + it->second.first, tokens_.begin() + it->second.second);
-    return true;
+    if (slots_.empty()) return false;
+    const uint64_t h = BpeRanks::hash(piece.data(), piece.size()) | 1;
+    for (size_t i = h & mask_;; i = (i + 1) & mask_) {
+      const Slot& s = slots_[i];
+      if (s.hash == 0) return false;
+      if (s.hash == h && s.key_len == piece.size() && std::memcmp(keys_.data() + s.key_at, piece.data(), piece.size()) == 0) {
+        out.insert(out.end(), tokens_.begin() + s.tok_at, tokens_.begin() + s.tok_at + s.tok_len);
+        return true;
+      }
+    }
   }
   void put(std::string_view piece, const TokenId* b, const TokenId* e) {
     if (piece.size() > kMaxPiece) return;
-    if (map_.size() >= kMaxEntries) clear();  // crude but bounded; refills with the frequent pieces
-    keys_.emplace_back(piece);
-    uint32_t at = static_cast<uint32_t>(tokens_.size());
+    if (entries_ >= kMaxEntries) clear();
+    if (2 * (entries_ + 1) > slots_.size()) grow();
+    Slot s{BpeRanks::hash(piece.data(), piece.size()) | 1, static_cast<uint32_t>(keys_.size()),
+           static_cast<uint32_t>(piece.size()), static_cast<uint32_t>(tokens_.size()), static_cast<uint32_t>(e - b)};
+    keys_.append(piece);
     tokens_.insert(tokens_.end(), b, e);
-    map_.emplace(keys_.back(), std::make_pair(at, static_cast<uint32_t>(tokens_.size())));
+    insert(s);
+    ++entries_;
   }
   void clear() {
-    map_.clear();
+    slots_.clear();
     keys_.clear();
     tokens_.clear();
+    entries_ = 0;
   }
 
  private:
-  std::unordered_map<std::string_view, std::pair<uint32_t, uint32_t>, ViewHash> map_;
-  std::deque<std::string> keys_;  // stable addresses for the views in map_
+  struct Slot {
+    uint64_t hash = 0;  // 0: empty (stored hashes have the low bit set)
+    uint32_t key_at = 0, key_len = 0, tok_at = 0, tok_len = 0;
+  };
+  void insert(const Slot& s) {
+    size_t i = s.hash & mask_;
+    while (slots_[i].hash != 0) i = (i + 1) & mask_;
+    slots_[i] = s;
+  }
+  void grow() {
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(std::max<size_t>(1024, old.size() * 2), Slot{});
+    mask_ = slots_.size() - 1;
+    for (const Slot& s : old)
+      if (s.hash) insert(s);
+  }
+  std::vector<Slot> slots_;
+  size_t mask_ = 0, entries_ = 0;
+  std::string keys_;
   std::vector<TokenId> tokens_;
 };
 

@@ -44,32 +44,7 @@ bool base64_decode(std::string_view in, std::string& out) {
   return true;
 }
 
-uint64_t mix(uint64_t h) {
-  h ^= h >> 33;
-  h *= 0xff51afd7ed558ccdULL;
-  h ^= h >> 33;
-  return h;
-}
-
 }  // namespace
-
-uint64_t BpeRanks::hash(const char* p, size_t n) {
-  uint64_t h = 0x9e3779b97f4a7c15ULL ^ (n * 0xc2b2ae3d27d4eb4fULL);
-  while (n >= 8) {
-    uint64_t w;
-    std::memcpy(&w, p, 8);
-    h = (h ^ w) * 0xff51afd7ed558ccdULL;
-    h ^= h >> 31;
-    p += 8;
-    n -= 8;
-  }
-  if (n) {
-    uint64_t w = 0;
-    std::memcpy(&w, p, n);
-    h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
-  }
-  return mix(h);
-}
 
 BpeRanks BpeRanks::load(const std::string& path, const std::string& fix_hint) {
   std::ifstream in(path, std::ios::binary);
@@ -139,7 +114,7 @@ void BpeRanks::build_index(const std::string& path, const std::string& fix_hint)
                     "the file is damaged; delete it and " + fix_hint);
       i = (i + 1) & mask_;
     }
-    slots_[i] = Slot{rank, static_cast<uint32_t>(h >> 32)};
+    slots_[i] = Slot{prefix(b.data(), b.size()), rank, static_cast<uint32_t>(b.size())};
   }
 }
 
