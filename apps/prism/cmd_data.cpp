@@ -15,7 +15,7 @@ namespace prism::cli {
 namespace {
 
 const char* kUsage =
-    "prepare [INPUT...] [options]\n\n"
+    "[INPUT...] [options]\n\n"
     "Tokenises UTF-8 text with GPT-2's BPE into llm.c-format shards: EOT before each\n"
     "document, shard 0 (<name>_val_000000.bin) for validation, then training shards\n"
     "(<name>_train_000001.bin, ...). INPUT: text files, or directories (every *.txt\n"
@@ -120,7 +120,7 @@ int prepare(const std::vector<std::string>& args) {
 int run(const std::vector<std::string>& args) {
   return guarded("data", [&] {
     if (args.empty() || args[0] == "--help" || args[0] == "-h") {
-      std::cout << "usage: prism data " << kUsage << "\n\n`prism data prepare --help` lists the options.\n";
+      std::cout << "usage: prism data prepare " << kUsage << "\n\n`prism data prepare --help` lists the options.\n";
       return args.empty() ? 2 : 0;
     }
     if (args[0] == "prepare") return prepare(std::vector<std::string>(args.begin() + 1, args.end()));

@@ -72,7 +72,7 @@ std::string error_of(const LoaderOptions& o) {
 
 }  // namespace
 
-TEST_CASE("loader: same seed and position give the same batches; another seed, another order", "[data]") {
+TEST_CASE("loader: same seed and position give the same batches, another seed another order", "[data]") {
   TempDir dir("prism-loader");
   auto shards = make_shards(dir, {1001, 2001, 1501});
   TokenLoader a(options(shards, 4, 16)), b(options(shards, 4, 16)), c(options(shards, 4, 16, true, 8));

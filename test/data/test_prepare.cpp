@@ -110,7 +110,7 @@ TEST_CASE("prepare: documents split on blank lines or on a marker line", "[data]
   CHECK(all_tokens(s.shards) == expected(tok, {"alpha\n\nbeta", "gamma delta"}));
 }
 
-TEST_CASE("prepare: the shards are byte for byte the same on 1 and 4 threads; a seed shuffles documents", "[data]") {
+TEST_CASE("prepare: the shards are byte for byte the same on 1 and 4 threads, and a seed shuffles documents", "[data]") {
   TempDir dir("prism-prepare");
   Gpt2Tokenizer tok(vocab_path());
   auto docs = sample_docs(300);

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -34,6 +35,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr const char* kManifest = "prepare.json";
 constexpr uint64_t kChunkBytes = 8u << 20;  // text tokenised between two writes / progress reports
+constexpr size_t kChunkDocs = 8192;          // and at most this many documents (files mapped at once)
 
 // A whole input file, memory-mapped read-only.
 class MappedText {
@@ -68,8 +70,11 @@ class MappedText {
   size_t size_ = 0;
 };
 
+// A document is a byte range of one input file. Files are mapped only while a
+// chunk that needs them is tokenised, so a corpus of a million small files
+// never holds a million mappings.
 struct Document {
-  std::string_view text;
+  uint64_t offset, length;
   uint32_t file;
 };
 
@@ -86,7 +91,8 @@ std::string_view trim_newlines(std::string_view s) {
 // Cuts one file into documents by the split rule; empty documents are dropped.
 void split_documents(std::string_view text, uint32_t file, const PrepareOptions& opt, std::vector<Document>& out) {
   auto add = [&](std::string_view d) {
-    if (!is_blank(trim_newlines(d))) out.push_back({d, file});
+    if (!is_blank(trim_newlines(d)))
+      out.push_back({static_cast<uint64_t>(d.data() - text.data()), static_cast<uint64_t>(d.size()), file});
   };
   if (opt.split == "file") {
     add(text);
@@ -237,14 +243,13 @@ PrepareSummary prepare_corpus(const PrepareOptions& opt) {
 
   const auto files = input_files(opt);
   Gpt2Tokenizer tok(opt.vocab.empty() ? default_vocab_path() : opt.vocab);
-  std::vector<std::unique_ptr<MappedText>> texts;
   std::vector<Document> docs;
   uint64_t total_bytes = 0;
   for (uint32_t f = 0; f < files.size(); ++f) {
-    texts.push_back(std::make_unique<MappedText>(files[f]));
-    split_documents(texts.back()->text(), f, opt, docs);
+    MappedText text(files[f]);
+    split_documents(text.text(), f, opt, docs);
   }
-  for (const auto& d : docs) total_bytes += d.text.size();
+  for (const auto& d : docs) total_bytes += d.length;
   if (docs.empty()) throw Error("the input holds no text", files.front(), "give non-empty text files");
   if (opt.shuffle_seed) seeded_shuffle(docs, *opt.shuffle_seed);
 
@@ -270,7 +275,12 @@ PrepareSummary prepare_corpus(const PrepareOptions& opt) {
 
   for (size_t first = 0; first < docs.size();) {
     size_t last = first;
-    for (uint64_t bytes = 0; last < docs.size() && (bytes < kChunkBytes || last == first); ++last) bytes += docs[last].text.size();
+    for (uint64_t bytes = 0; last < docs.size() && (bytes < kChunkBytes || last == first) && last - first < kChunkDocs; ++last)
+      bytes += docs[last].length;
+    std::map<uint32_t, std::unique_ptr<MappedText>> mapped;  // the files of this chunk
+    for (size_t d = first; d < last; ++d)
+      if (!mapped.count(docs[d].file)) mapped.emplace(docs[d].file, std::make_unique<MappedText>(files[docs[d].file]));
+    auto text_of = [&](const Document& doc) { return mapped.at(doc.file)->text().substr(doc.offset, doc.length); };
     tokens.assign(last - first, {});
     std::atomic<size_t> next{first};
     std::mutex failure_mutex;
@@ -278,17 +288,17 @@ PrepareSummary prepare_corpus(const PrepareOptions& opt) {
     auto work = [&] {
       for (size_t d; (d = next++) < last;) {
         const Document& doc = docs[d];
+        const std::string_view text = text_of(doc);
         auto& ids = tokens[d - first];
-        ids.reserve(doc.text.size() / 3 + 2);
+        ids.reserve(text.size() / 3 + 2);
         ids.push_back(tok.eot());
         try {
-          tok.encode(doc.text, ids);
+          tok.encode(text, ids);
         } catch (const Error& e) {
           std::lock_guard<std::mutex> lock(failure_mutex);
-          size_t bad = utf8_error_offset(doc.text);
+          size_t bad = utf8_error_offset(text);
           if (!failure && bad != std::string_view::npos) {
-            size_t at = static_cast<size_t>(doc.text.data() - texts[doc.file]->text().data()) + bad;
-            failure = Error(fmt::format("not valid UTF-8 at byte {}", at), files[doc.file],
+            failure = Error(fmt::format("not valid UTF-8 at byte {}", doc.offset + bad), files[doc.file],
                             "convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8) or leave it out");
           } else if (!failure) {
             failure = Error(e.what_part(), files[doc.file], e.fix());
@@ -305,7 +315,7 @@ PrepareSummary prepare_corpus(const PrepareOptions& opt) {
 
     for (size_t d = first; d < last; ++d) {
       for (TokenId t : tokens[d - first]) shards.add(t);
-      progress.bytes_done += docs[d].text.size();
+      progress.bytes_done += docs[d].length;
       progress.tokens += tokens[d - first].size();
     }
     progress.documents = last;

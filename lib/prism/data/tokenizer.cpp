@@ -27,7 +27,7 @@ constexpr const char* kPattern =
     "])|[" PRISM_WS "]+";
 #undef PRISM_WS
 
-constexpr const char* kVocabFix = "run data/get-vocab.sh (it puts gpt2.tiktoken in data/cache/), or pass its path";
+constexpr const char* kVocabFix = "run data/get-vocab.sh (it puts gpt2.tiktoken in data/cache/), or give its path (--vocab, $PRISM_VOCAB)";
 
 // Tokens of pieces that needed merging; words recur, so most merges are done
 // once. Open addressing over flat arrays: a hit costs about one rank lookup.
