@@ -241,6 +241,13 @@ TEST_CASE("loader: find_shards follows llm.c's naming, and shard 0 is val withou
   CHECK_THAT(find_shards(plain.path(), "val").at(0), Catch::EndsWith("part0.bin"));
   CHECK(find_shards(plain.path(), "train").size() == 2);
 
+  TempDir tiny("prism-loader");  // llm.c's tinyshakespeare naming: one shard per split, no index
+  make_shards(tiny, {100, 100}, "x");
+  std::filesystem::rename(tiny.file("x_val_000000.bin"), tiny.file("tiny_shakespeare_val.bin"));
+  std::filesystem::rename(tiny.file("x_train_000001.bin"), tiny.file("tiny_shakespeare_train.bin"));
+  CHECK_THAT(find_shards(tiny.path(), "val").at(0), Catch::EndsWith("tiny_shakespeare_val.bin"));
+  CHECK_THAT(find_shards(tiny.path(), "train").at(0), Catch::EndsWith("tiny_shakespeare_train.bin"));
+
   CHECK_THROWS_WITH(find_shards(dir.file("nope"), "train"), Catch::Contains("not found") && Catch::Contains("prism data prepare"));
   CHECK_THROWS_WITH(find_shards(dir.path(), "test"), Catch::Contains("unknown split"));
   std::filesystem::remove(val[0]);

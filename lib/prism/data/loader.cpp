@@ -142,8 +142,10 @@ std::vector<std::string> find_shards(const std::string& dir, const std::string& 
   std::sort(all.begin(), all.end());
   if (all.empty())
     throw Error("no .bin token shards in the directory", dir, "prepare the data with `prism data prepare` first");
-  auto named = [](const std::string& p, const std::string& s) {
-    return fs::path(p).filename().string().find("_" + s + "_") != std::string::npos;
+  auto named = [](const std::string& p, const std::string& s) {  // fineweb_val_000000.bin, tiny_shakespeare_val.bin
+    std::string stem = fs::path(p).stem().string(), tag = "_" + s;
+    return stem.find(tag + "_") != std::string::npos ||
+           (stem.size() >= tag.size() && stem.compare(stem.size() - tag.size(), tag.size(), tag) == 0);
   };
   bool any_named = std::any_of(all.begin(), all.end(), [&](const auto& p) { return named(p, "val") || named(p, "train"); });
   std::vector<std::string> out;

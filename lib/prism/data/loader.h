@@ -71,7 +71,8 @@ class TokenLoader {
 };
 
 // Shards of a prepared corpus directory, by the llm.c naming (*_val_*.bin /
-// *_train_*.bin; shard 0 is validation when names carry no split), sorted by
+// *_train_*.bin, or *_val.bin / *_train.bin; shard 0 is validation when names
+// carry no split), sorted by
 // name. `split` is "train" or "val". Throws prism::Error when the directory or
 // the split has no shards.
 std::vector<std::string> find_shards(const std::string& dir, const std::string& split);
