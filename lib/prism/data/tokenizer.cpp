@@ -19,8 +19,9 @@ namespace {
 
 // GPT-2's pre-tokenisation pattern as tiktoken spells it:
 //   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
-// tiktoken's regex engine reads \s as Unicode White_Space; PCRE2's \s (even
-// with UCP) also takes U+180E, so \s is spelled out as that exact set.
+// tiktoken's regex engine reads \s as Unicode White_Space. PCRE2's \s is ASCII
+// only without PCRE2_UCP and takes U+180E too with it, so \s is spelled out as
+// exactly the White_Space set (the parity text has U+180E and its neighbours).
 #define PRISM_WS "\\t\\n\\x{0B}\\f\\r\\x{20}\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}"
 constexpr const char* kPattern =
     "'(?:[sdmt]|ll|ve|re)| ?\\p{L}+| ?\\p{N}+| ?[^" PRISM_WS "\\p{L}\\p{N}]+|[" PRISM_WS "]+(?![^" PRISM_WS
