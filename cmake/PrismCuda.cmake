@@ -22,3 +22,20 @@ if(PRISM_CUDA STREQUAL "ON" OR (PRISM_CUDA STREQUAL "AUTO" AND _torch_has_cuda))
                         "and put nvcc on PATH, or set -DPRISM_CUDA=AUTO.")
   endif()
 endif()
+
+# Tests run the kernels' source on the CPU under emulation (kernels/cuda/emulation.h);
+# that needs the CUDA headers (cuda_bf16.h, vector types) but neither nvcc nor a GPU.
+# Marks `source` (of the calling directory) as such a test when the headers exist.
+function(prism_cuda_emulation_source source)
+  find_path(PRISM_CUDA_INCLUDE_DIR cuda_bf16.h
+            HINTS ${CUDAToolkit_INCLUDE_DIRS} ${CUDA_TOOLKIT_ROOT_DIR} ENV CUDA_HOME ENV CUDA_PATH /usr/local/cuda
+            PATH_SUFFIXES include DOC "CUDA headers for the host emulation of the kernels in tests")
+  if(PRISM_CUDA_INCLUDE_DIR)
+    set_source_files_properties(${source} PROPERTIES
+      COMPILE_DEFINITIONS PRISM_HAVE_CUDA_HEADERS=1
+      COMPILE_OPTIONS "-isystem;${PRISM_CUDA_INCLUDE_DIR};-Wno-unknown-pragmas"  # nvcc's #pragma unroll
+      SKIP_PRECOMPILE_HEADERS ON)
+  else()
+    message(STATUS "prism: no CUDA headers (cuda_bf16.h): the emulated CUDA kernel tests will report skipped")
+  endif()
+endfunction()

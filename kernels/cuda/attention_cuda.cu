@@ -7,6 +7,7 @@
 
 #include "cuda/common.cuh"
 #include "cuda/launch.h"
+#include "cuda/preprocess.cuh"
 
 namespace prism::kernels::cuda {
 
@@ -49,33 +50,6 @@ void check_sizes(int64_t batch, int64_t seq_len, int64_t heads, int64_t head_dim
   require(seq_len < (int64_t{1} << 30), "sequence length too long for 32-bit row indices");
   require(heads <= 65535 && batch <= 65535, "batch and heads must each be at most 65535 (grid limits)");
   require(supports_head_dim(head_dim), "head dim " + std::to_string(head_dim) + " has no kernel instance");
-}
-
-// delta[b, h, t] = sum_d dout[b, t, h, d] * o[b, t, h, d], one warp per row.
-template <typename T>
-__global__ void delta_kernel(const AttentionBackwardParams p) {
-  const int64_t rows = p.batch * p.seq_len * p.heads;
-  const int lane = threadIdx.x & 31;
-  const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x / 32);
-  for (int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.x / 32) + threadIdx.x / 32; r < rows; r += warps) {
-    const int64_t h = r % p.heads, t = (r / p.heads) % p.seq_len, b = r / (p.heads * p.seq_len);
-    const T* o = row_ptr(static_cast<const T*>(p.o), p.o_stride, b, t, h);
-    const T* d = row_ptr(static_cast<const T*>(p.dout), p.dout_stride, b, t, h);
-    float sum = 0.f;
-    for (int64_t i = lane; i < p.head_dim; i += 32)
-      sum += ElemTraits<T>::to_float(o[i]) * ElemTraits<T>::to_float(d[i]);
-    sum = warp_sum(sum);
-    if (lane == 0) p.delta[(b * p.heads + h) * p.seq_len + t] = sum;
-  }
-}
-
-template <typename T>
-void launch_delta(const AttentionBackwardParams& p) {
-  const int64_t rows = p.batch * p.seq_len * p.heads;
-  const int threads = 256, rows_per_block = threads / 32;
-  const int blocks = static_cast<int>(std::min<int64_t>((rows + rows_per_block - 1) / rows_per_block, 65535));
-  delta_kernel<T><<<blocks, threads, 0, static_cast<cudaStream_t>(p.stream)>>>(p);
-  PRISM_CUDA_CHECK_LAUNCH("attention backward delta = rowsum(dO * O)");
 }
 
 }  // namespace
@@ -128,9 +102,9 @@ void attention_backward(const AttentionBackwardParams& p) {
             "dq must allow 4-byte element pairs");
   }
   switch (p.dtype) {
-    case DType::BF16: launch_delta<__nv_bfloat16>(p); break;
-    case DType::F16: launch_delta<__half>(p); break;
-    case DType::F32: launch_delta<float>(p); break;
+    case DType::BF16: launch(delta_kernel<__nv_bfloat16>, delta_shape(p), p, "attention backward delta"); break;
+    case DType::F16: launch(delta_kernel<__half>, delta_shape(p), p, "attention backward delta"); break;
+    case DType::F32: launch(delta_kernel<float>, delta_shape(p), p, "attention backward delta"); break;
   }
   with_head_dim(p.head_dim, [&](auto d) {
     constexpr int D = decltype(d)::value;

@@ -42,7 +42,7 @@ __global__ void __launch_bounds__(BackwardConfig<D>::kThreads)
   using Tr = ElemTraits<T>;
   constexpr int kBlockM = Cfg::kBlockM, kBlockN = Cfg::kBlockN, kLd = Cfg::kLd, kLdS = Cfg::kLdS;
 
-  extern __shared__ __align__(16) unsigned char smem_raw[];
+  PRISM_DYNAMIC_SMEM(smem_raw);
   T* sQ = reinterpret_cast<T*>(smem_raw);
   T* sdO = sQ + kBlockM * kLd;
   T* sK = sdO + kBlockM * kLd;
@@ -201,23 +201,28 @@ __global__ void convert_dq_kernel(const AttentionBackwardParams p) {
   }
 }
 
+// One CTA per kBlockN keys of one (batch, head).
+template <typename T, int D>
+inline LaunchShape backward_mma_shape(const AttentionBackwardParams& p) {
+  using Cfg = BackwardConfig<D>;
+  return {dim3(static_cast<unsigned>((p.seq_len + Cfg::kBlockN - 1) / Cfg::kBlockN), static_cast<unsigned>(p.heads),
+               static_cast<unsigned>(p.batch)),
+          dim3(Cfg::kThreads), Cfg::template smem_bytes<T>()};
+}
+
+// A grid-stride elementwise launch over the (B, T, H, D / 2) pairs of dq.
+inline LaunchShape convert_dq_shape(const AttentionBackwardParams& p) {
+  const int64_t pairs = p.batch * p.seq_len * p.heads * p.head_dim / 2;
+  const unsigned threads = 256;
+  return {dim3(static_cast<unsigned>(std::min<int64_t>((pairs + threads - 1) / threads, 65535))), dim3(threads), 0};
+}
+
+#ifndef PRISM_CUDA_EMULATION
 template <typename T, int D>
 void launch_backward_mma(const AttentionBackwardParams& p) {
-  using Cfg = BackwardConfig<D>;
-  auto stream = static_cast<cudaStream_t>(p.stream);
-  const size_t smem = Cfg::template smem_bytes<T>();
-  const dim3 grid(static_cast<unsigned>((p.seq_len + Cfg::kBlockN - 1) / Cfg::kBlockN),
-                  static_cast<unsigned>(p.heads), static_cast<unsigned>(p.batch));
-  auto kernel = backward_mma_kernel<T, D>;
-  allow_smem(kernel, smem);
-  kernel<<<grid, Cfg::kThreads, smem, stream>>>(p);
-  PRISM_CUDA_CHECK_LAUNCH("attention backward (tensor cores)");
-
-  const int64_t pairs = p.batch * p.seq_len * p.heads * D / 2;
-  const int threads = 256;
-  const int blocks = static_cast<int>(std::min<int64_t>((pairs + threads - 1) / threads, 65535));
-  convert_dq_kernel<T><<<blocks, threads, 0, stream>>>(p);
-  PRISM_CUDA_CHECK_LAUNCH("attention backward dq conversion");
+  launch(backward_mma_kernel<T, D>, backward_mma_shape<T, D>(p), p, "attention backward (tensor cores)");
+  launch(convert_dq_kernel<T>, convert_dq_shape(p), p, "attention backward dq conversion");
 }
+#endif
 
 }  // namespace prism::kernels::cuda

@@ -7,13 +7,18 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
 #include "common/attention_params.h"
+#ifdef PRISM_CUDA_EMULATION
+#include "cuda/emulation.h"  // tests run this same kernel source on the CPU
+#endif
 
 namespace prism::kernels::cuda {
 
+#ifndef PRISM_CUDA_EMULATION
 inline void check_cuda(cudaError_t err, const char* what, const char* file, int line) {
   if (err != cudaSuccess)
     throw std::runtime_error(std::string("prism CUDA attention: ") + what + " failed: " + cudaGetErrorString(err) +
@@ -22,6 +27,7 @@ inline void check_cuda(cudaError_t err, const char* what, const char* file, int 
 #define PRISM_CUDA_CHECK(call) ::prism::kernels::cuda::check_cuda((call), #call, __FILE__, __LINE__)
 // After a launch: configuration errors surface here, not at the next sync.
 #define PRISM_CUDA_CHECK_LAUNCH(name) ::prism::kernels::cuda::check_cuda(cudaGetLastError(), name, __FILE__, __LINE__)
+#endif
 
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
@@ -33,8 +39,10 @@ template <> struct ElemTraits<__nv_bfloat16> {
   static __device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
   static __device__ __forceinline__ __nv_bfloat16 from_float(float x) { return __float2bfloat16_rn(x); }
   static __device__ __forceinline__ uint32_t pack(float lo, float hi) {
-    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);  // .x (low half) = lo
-    return *reinterpret_cast<uint32_t*>(&v);
+    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);  // .x (low half) = lo
+    uint32_t bits;
+    memcpy(&bits, &v, 4);
+    return bits;
   }
 };
 template <> struct ElemTraits<__half> {
@@ -42,8 +50,10 @@ template <> struct ElemTraits<__half> {
   static __device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
   static __device__ __forceinline__ __half from_float(float x) { return __float2half_rn(x); }
   static __device__ __forceinline__ uint32_t pack(float lo, float hi) {
-    __half2 v = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<uint32_t*>(&v);
+    const __half2 v = __floats2half2_rn(lo, hi);
+    uint32_t bits;
+    memcpy(&bits, &v, 4);
+    return bits;
   }
 };
 template <> struct ElemTraits<float> {
@@ -57,11 +67,16 @@ __device__ __forceinline__ T* row_ptr(T* base, const Strides& s, int64_t b, int6
   return base + b * s.batch + t * s.seq + h * s.head;
 }
 
-// ---- async global -> shared copies (cp.async, sm_80) ------------------------------
+// ---- the device-specific primitives: inline PTX on the GPU, emulated on the host ----
+#ifndef PRISM_CUDA_EMULATION  // else emulation.h (included above) defines these on the host
+// The kernel's dynamic shared memory.
+#define PRISM_DYNAMIC_SMEM(name) extern __shared__ __align__(16) unsigned char name[]
+
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
-// Copies 16 bytes, or writes 16 zero bytes when !valid (src is then not read).
+// Async global -> shared copy (cp.async, sm_80) of 16 bytes, or 16 zero bytes
+// when !valid (src is then not read).
 __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, bool valid) {
   const int src_bytes = valid ? 16 : 0;
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem),
@@ -70,30 +85,8 @@ __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, bool v
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
 
-// Loads a rows x D tile of 2-byte elements (rows starting at `row0`, valid while
-// < n_valid) into shared memory with row stride `ld` elements. Rows past n_valid
-// are zero-filled, so padded keys contribute nothing and padded queries stay finite.
-template <int D, int kThreads, typename T>
-__device__ __forceinline__ void load_tile_async(T* smem, int ld, const T* gbase, int64_t seq_stride, int row0,
-                                                int rows, int n_valid) {
-  constexpr int kChunks = D * sizeof(T) / 16;  // 16-byte chunks per row
-  constexpr int kPerChunk = 16 / sizeof(T);
-  for (int i = threadIdx.x; i < rows * kChunks; i += kThreads) {
-    const int r = i / kChunks, c = i % kChunks;
-    const int row = row0 + r;
-    const bool valid = row < n_valid;
-    const T* src = valid ? gbase + static_cast<int64_t>(row) * seq_stride + c * kPerChunk : gbase;
-    cp_async_16(smem + r * ld + c * kPerChunk, src, valid);
-  }
-}
-
-// ---- tensor-core fragments (mma.sync.m16n8k16, fp32 accumulate) -----------------
-// Fragment layouts follow the PTX ISA: with g = lane / 4 and q = lane % 4,
-//   A (16x16, row):  a0 = (g, 2q..2q+1)  a1 = (g+8, 2q..)  a2 = (g, 2q+8..)  a3 = (g+8, 2q+8..)
-//   B (16x8, col):   b0 = (k 2q..2q+1, n g)  b1 = (k 2q+8.., n g)
-//   C (16x8, f32):   c0,c1 = (g, 2q..2q+1)   c2,c3 = (g+8, 2q..2q+1)
-// where each a/b register holds two 16-bit elements, the lower column/k first.
-
+// Four 8x8 matrices of 16-bit elements from shared memory (lanes 8i..8i+7 give
+// the row addresses of matrix i); register i of a lane holds its part of matrix i.
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* smem) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
@@ -124,6 +117,32 @@ template <> struct Mma<__half> {
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
   }
 };
+
+#endif  // PRISM_CUDA_EMULATION
+
+// Loads a rows x D tile of 2-byte elements (rows starting at `row0`, valid while
+// < n_valid) into shared memory with row stride `ld` elements. Rows past n_valid
+// are zero-filled, so padded keys contribute nothing and padded queries stay finite.
+template <int D, int kThreads, typename T>
+__device__ __forceinline__ void load_tile_async(T* smem, int ld, const T* gbase, int64_t seq_stride, int row0,
+                                                int rows, int n_valid) {
+  constexpr int kChunks = D * sizeof(T) / 16;  // 16-byte chunks per row
+  constexpr int kPerChunk = 16 / sizeof(T);
+  for (int i = threadIdx.x; i < rows * kChunks; i += kThreads) {
+    const int r = i / kChunks, c = i % kChunks;
+    const int row = row0 + r;
+    const bool valid = row < n_valid;
+    const T* src = valid ? gbase + static_cast<int64_t>(row) * seq_stride + c * kPerChunk : gbase;
+    cp_async_16(smem + r * ld + c * kPerChunk, src, valid);
+  }
+}
+
+// ---- tensor-core fragments (mma.sync.m16n8k16, fp32 accumulate) -----------------
+// Fragment layouts follow the PTX ISA: with g = lane / 4 and q = lane % 4,
+//   A (16x16, row):  a0 = (g, 2q..2q+1)  a1 = (g+8, 2q..)  a2 = (g, 2q+8..)  a3 = (g+8, 2q+8..)
+//   B (16x8, col):   b0 = (k 2q..2q+1, n g)  b1 = (k 2q+8.., n g)
+//   C (16x8, f32):   c0,c1 = (g, 2q..2q+1)   c2,c3 = (g+8, 2q..2q+1)
+// where each a/b register holds two 16-bit elements, the lower column/k first.
 
 // A fragment (16 x 16 at rows m0, cols k0) of a matrix stored row-major M x K in smem.
 template <typename T>
@@ -206,11 +225,22 @@ __device__ __forceinline__ float warp_max(float x) {
   return x;
 }
 
-// Sets the dynamic shared memory limit of a kernel above the 48 KB default.
-template <typename Kernel>
-inline void allow_smem(Kernel kernel, size_t bytes) {
-  if (bytes > 48 * 1024)
-    PRISM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+// Grid, block and dynamic shared memory of one kernel launch.
+struct LaunchShape {
+  dim3 grid, block;
+  size_t smem = 0;
+};
+
+#ifndef PRISM_CUDA_EMULATION
+// Launches kernel(p) with the shape on the stream, raising the dynamic shared
+// memory limit above the 48 KB default when needed; `name` labels errors.
+template <typename Kernel, typename Params>
+inline void launch(Kernel kernel, const LaunchShape& s, const Params& p, const char* name) {
+  if (s.smem > 48 * 1024)
+    PRISM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(s.smem)));
+  kernel<<<s.grid, s.block, s.smem, static_cast<cudaStream_t>(p.stream)>>>(p);
+  PRISM_CUDA_CHECK_LAUNCH(name);
 }
+#endif
 
 }  // namespace prism::kernels::cuda

@@ -32,7 +32,7 @@ __global__ void __launch_bounds__(ForwardConfig<D>::kThreads)
   constexpr int kBlockM = Cfg::kBlockM, kBlockN = Cfg::kBlockN, kLd = Cfg::kLd;
   constexpr int kNF = Cfg::kNF, kDF = Cfg::kDF;
 
-  extern __shared__ __align__(16) unsigned char smem_raw[];
+  PRISM_DYNAMIC_SMEM(smem_raw);
   T* sQ = reinterpret_cast<T*>(smem_raw);
   T* sK = sQ + kBlockM * kLd;
   T* sV = sK + kBlockN * kLd;
@@ -185,23 +185,22 @@ __global__ void __launch_bounds__(ForwardConfig<D>::kThreads)
   }
 }
 
+// One CTA per kBlockM query rows of one (batch, head).
+template <typename T, int D>
+inline LaunchShape forward_mma_shape(const AttentionForwardParams& p) {
+  using Cfg = ForwardConfig<D>;
+  return {dim3(static_cast<unsigned>((p.seq_len + Cfg::kBlockM - 1) / Cfg::kBlockM), static_cast<unsigned>(p.heads),
+               static_cast<unsigned>(p.batch)),
+          dim3(Cfg::kThreads), Cfg::template smem_bytes<T>()};
+}
+
+#ifndef PRISM_CUDA_EMULATION
 template <typename T, int D>
 void launch_forward_mma(const AttentionForwardParams& p) {
-  using Cfg = ForwardConfig<D>;
-  const size_t smem = Cfg::template smem_bytes<T>();
-  const dim3 grid(static_cast<unsigned>((p.seq_len + Cfg::kBlockM - 1) / Cfg::kBlockM),
-                  static_cast<unsigned>(p.heads), static_cast<unsigned>(p.batch));
-  auto stream = static_cast<cudaStream_t>(p.stream);
-  if (p.distance) {
-    auto kernel = forward_mma_kernel<T, D, true>;
-    allow_smem(kernel, smem);
-    kernel<<<grid, Cfg::kThreads, smem, stream>>>(p);
-  } else {
-    auto kernel = forward_mma_kernel<T, D, false>;
-    allow_smem(kernel, smem);
-    kernel<<<grid, Cfg::kThreads, smem, stream>>>(p);
-  }
-  PRISM_CUDA_CHECK_LAUNCH("attention forward (tensor cores)");
+  const LaunchShape shape = forward_mma_shape<T, D>(p);
+  if (p.distance) launch(forward_mma_kernel<T, D, true>, shape, p, "attention forward (tensor cores)");
+  else launch(forward_mma_kernel<T, D, false>, shape, p, "attention forward (tensor cores)");
 }
+#endif
 
 }  // namespace prism::kernels::cuda

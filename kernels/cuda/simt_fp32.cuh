@@ -43,7 +43,7 @@ template <int D, bool kDistance>
 __global__ void __launch_bounds__(SimtConfig::kThreads) forward_simt_kernel(const AttentionForwardParams p) {
   using C = SimtConfig;
   constexpr int kDL = D / 32, kLdK = D + 1;  // +1: lanes read different rows of sK conflict-free
-  extern __shared__ __align__(16) unsigned char smem_raw[];
+  PRISM_DYNAMIC_SMEM(smem_raw);
   float* sQ = reinterpret_cast<float*>(smem_raw);
   float* sK = sQ + C::kRows * D;
   float* sV = sK + C::kTile * kLdK;
@@ -119,7 +119,7 @@ template <int D>
 __global__ void __launch_bounds__(SimtConfig::kThreads) backward_dq_simt_kernel(const AttentionBackwardParams p) {
   using C = SimtConfig;
   constexpr int kDL = D / 32, kLd = D + 1;
-  extern __shared__ __align__(16) unsigned char smem_raw[];
+  PRISM_DYNAMIC_SMEM(smem_raw);
   float* sQ = reinterpret_cast<float*>(smem_raw);
   float* sdO = sQ + C::kRows * D;
   float* sK = sdO + C::kRows * D;
@@ -183,7 +183,7 @@ template <int D>
 __global__ void __launch_bounds__(SimtConfig::kThreads) backward_dkdv_simt_kernel(const AttentionBackwardParams p) {
   using C = SimtConfig;
   constexpr int kDL = D / 32, kLd = D + 1;
-  extern __shared__ __align__(16) unsigned char smem_raw[];
+  PRISM_DYNAMIC_SMEM(smem_raw);
   float* sK = reinterpret_cast<float*>(smem_raw);
   float* sV = sK + C::kRows * D;
   float* sQ = sV + C::kRows * D;
@@ -254,41 +254,42 @@ __global__ void __launch_bounds__(SimtConfig::kThreads) backward_dkdv_simt_kerne
   }
 }
 
+// One CTA per kRows query rows (forward, dQ) or key rows (dK, dV) of one (batch, head).
+template <int D>
+inline LaunchShape simt_shape(int64_t batch, int64_t seq_len, int64_t heads, size_t smem_floats) {
+  using C = SimtConfig;
+  return {dim3(static_cast<unsigned>((seq_len + C::kRows - 1) / C::kRows), static_cast<unsigned>(heads),
+               static_cast<unsigned>(batch)),
+          dim3(C::kThreads), smem_floats * sizeof(float)};
+}
+template <int D>
+inline LaunchShape forward_simt_shape(const AttentionForwardParams& p) {
+  using C = SimtConfig;
+  return simt_shape<D>(p.batch, p.seq_len, p.heads, C::kRows * D + C::kTile * (D + 1) + C::kTile * D);
+}
+template <int D>
+inline LaunchShape backward_dq_simt_shape(const AttentionBackwardParams& p) {
+  using C = SimtConfig;
+  return simt_shape<D>(p.batch, p.seq_len, p.heads, 2 * C::kRows * D + 2 * C::kTile * (D + 1));
+}
+template <int D>
+inline LaunchShape backward_dkdv_simt_shape(const AttentionBackwardParams& p) {
+  using C = SimtConfig;
+  return simt_shape<D>(p.batch, p.seq_len, p.heads, 2 * C::kRows * D + 2 * C::kTile * (D + 1) + 2 * C::kTile);
+}
+
+#ifndef PRISM_CUDA_EMULATION
 template <int D>
 void launch_forward_simt(const AttentionForwardParams& p) {
-  using C = SimtConfig;
-  const size_t smem = (C::kRows * D + C::kTile * (D + 1) + C::kTile * D) * sizeof(float);
-  const dim3 grid(static_cast<unsigned>((p.seq_len + C::kRows - 1) / C::kRows), static_cast<unsigned>(p.heads),
-                  static_cast<unsigned>(p.batch));
-  auto stream = static_cast<cudaStream_t>(p.stream);
-  if (p.distance) {
-    auto kernel = forward_simt_kernel<D, true>;
-    allow_smem(kernel, smem);
-    kernel<<<grid, C::kThreads, smem, stream>>>(p);
-  } else {
-    auto kernel = forward_simt_kernel<D, false>;
-    allow_smem(kernel, smem);
-    kernel<<<grid, C::kThreads, smem, stream>>>(p);
-  }
-  PRISM_CUDA_CHECK_LAUNCH("attention forward (fp32)");
+  if (p.distance) launch(forward_simt_kernel<D, true>, forward_simt_shape<D>(p), p, "attention forward (fp32)");
+  else launch(forward_simt_kernel<D, false>, forward_simt_shape<D>(p), p, "attention forward (fp32)");
 }
 
 template <int D>
 void launch_backward_simt(const AttentionBackwardParams& p) {
-  using C = SimtConfig;
-  auto stream = static_cast<cudaStream_t>(p.stream);
-  const dim3 grid(static_cast<unsigned>((p.seq_len + C::kRows - 1) / C::kRows), static_cast<unsigned>(p.heads),
-                  static_cast<unsigned>(p.batch));
-  const size_t smem_dq = (2 * C::kRows * D + 2 * C::kTile * (D + 1)) * sizeof(float);
-  auto dq_kernel = backward_dq_simt_kernel<D>;
-  allow_smem(dq_kernel, smem_dq);
-  dq_kernel<<<grid, C::kThreads, smem_dq, stream>>>(p);
-  PRISM_CUDA_CHECK_LAUNCH("attention backward dq (fp32)");
-  const size_t smem_kv = (2 * C::kRows * D + 2 * C::kTile * (D + 1) + 2 * C::kTile) * sizeof(float);
-  auto kv_kernel = backward_dkdv_simt_kernel<D>;
-  allow_smem(kv_kernel, smem_kv);
-  kv_kernel<<<grid, C::kThreads, smem_kv, stream>>>(p);
-  PRISM_CUDA_CHECK_LAUNCH("attention backward dk/dv (fp32)");
+  launch(backward_dq_simt_kernel<D>, backward_dq_simt_shape<D>(p), p, "attention backward dq (fp32)");
+  launch(backward_dkdv_simt_kernel<D>, backward_dkdv_simt_shape<D>(p), p, "attention backward dk/dv (fp32)");
 }
+#endif
 
 }  // namespace prism::kernels::cuda
