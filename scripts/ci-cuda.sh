@@ -31,7 +31,8 @@ req=${PRISM_CUDA_TORCH:-torch==2.14.1}
 if ! "$venv/bin/python" -c 'import torch, sys; sys.exit(0 if torch.version.cuda else 1)' 2>/dev/null; then
   say "creating $venv with $req (a CUDA build of torch)"
   python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check "$req"
+  "$venv/bin/pip" install -q --disable-pip-version-check "$req" > "$venv.install.log" 2>&1 \
+    || { cat "$venv.install.log"; exit 1; }
 fi
 say "$("$venv/bin/python" -c 'import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda)' 2>/dev/null)"
 
