@@ -9,7 +9,7 @@
 # Here first:   bash scripts/device-prepare.sh        (fills the git-ignored .device/)
 # Then:         run(command="bash scripts/device-check.sh", carry=[".device"], timeout_s=540)
 #
-# Writes to $OUT (default ./device-out), at most 8 files:
+# Writes to $OUT (default ./build-device-out), at most 8 files:
 #   summary.md     verdict table per stage and the measurements (also printed last)
 #   results.jsonl  one JSON object per line, "bench" is env | build | tests | attention | train:
 #                  attention: d_h T B H dtype mode prism_ms sdpa_flash_ms prism_over_flash_time
@@ -28,7 +28,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
 deadline=$((start + ${PRISM_DEVICE_BUDGET_S:-465}))  # 8 minutes, less a margin for the summary
-OUT=${OUT:-$PWD/device-out}
+OUT=${OUT:-$PWD/build-device-out}  # git-ignored (/build*) when $OUT is unset
 mkdir -p "$OUT"
 results="$OUT/results.jsonl"
 : > "$results"
