@@ -18,6 +18,18 @@ torch::ScalarType compute_dtype(const torch::Tensor& x) {
   return x.scalar_type();
 }
 
+// logits = x wc^T for one vocabulary chunk, as fp32 in `out` (N, vc). The matmul
+// runs in x's dtype into `scratch` when that is not fp32. Buffers are reused
+// across chunks so no chunk allocates (or page-faults) anew.
+void chunk_logits(const torch::Tensor& x, const torch::Tensor& wc, torch::Tensor& scratch, torch::Tensor& out) {
+  if (x.scalar_type() == torch::kFloat) {
+    torch::mm_out(out, x, wc.t());
+  } else {
+    torch::mm_out(scratch, x, wc.t());
+    out.copy_(scratch);
+  }
+}
+
 class LmHeadCrossEntropy : public torch::autograd::Function<LmHeadCrossEntropy> {
  public:
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x_in, const torch::Tensor& w_in,
@@ -27,21 +39,26 @@ class LmHeadCrossEntropy : public torch::autograd::Function<LmHeadCrossEntropy> 
     auto x = x_in.to(dt).contiguous();
     auto w = w_in.to(dt).contiguous();
     const int64_t N = x.size(0), V = w.size(0);
-    auto valid = targets >= 0;
+    chunk = std::min(chunk, V);
     auto safe_t = targets.clamp_min(0);
-    // Online log-sum-exp over vocabulary chunks, and the target's logit.
-    auto lse = torch::full({N}, -std::numeric_limits<float>::infinity(), x.options().dtype(torch::kFloat));
-    auto target_logit = torch::zeros({N}, lse.options());
+    auto valid = (targets >= 0).to(torch::kFloat);
+    auto f32 = x.options().dtype(torch::kFloat);
+    auto lse = torch::full({N}, -std::numeric_limits<float>::infinity(), f32);
+    auto target_logit = torch::zeros({N}, f32);
+    auto scratch = torch::empty({N, chunk}, x.options()), logits = torch::empty({N, chunk}, f32);
     for (int64_t v0 = 0; v0 < V; v0 += chunk) {
       const int64_t vc = std::min(chunk, V - v0);
-      auto logits = torch::mm(x, w.narrow(0, v0, vc).t()).to(torch::kFloat);  // (N, vc)
-      lse = torch::logaddexp(lse, torch::logsumexp(logits, 1));
-      auto in = (safe_t >= v0) & (safe_t < v0 + vc);
-      auto local = (safe_t - v0).clamp(0, vc - 1).unsqueeze(1);
-      target_logit += torch::where(in, logits.gather(1, local).squeeze(1), torch::zeros_like(target_logit));
+      auto out = logits.narrow(1, 0, vc), tmp = scratch.narrow(1, 0, vc);
+      chunk_logits(x, w.narrow(0, v0, vc), tmp, out);
+      auto in = ((safe_t >= v0) & (safe_t < v0 + vc)).to(torch::kFloat);
+      target_logit.add_(out.gather(1, (safe_t - v0).clamp(0, vc - 1).unsqueeze(1)).squeeze(1).mul_(in));
+      // Chunk log-sum-exp in place: max, exp(l - max), sum.
+      auto m = std::get<0>(out.max(1));
+      auto chunk_lse = out.sub_(m.unsqueeze(1)).exp_().sum(1).log_().add_(m);
+      lse = torch::logaddexp(lse, chunk_lse);
     }
-    auto count = valid.sum().to(torch::kFloat).clamp_min(1.0);
-    auto loss = ((lse - target_logit) * valid.to(torch::kFloat)).sum() / count;
+    auto count = valid.sum().clamp_min(1.0);
+    auto loss = ((lse - target_logit) * valid).sum() / count;
     ctx->save_for_backward({x, w, targets, lse, count});
     ctx->saved_data["chunk"] = chunk;
     ctx->saved_data["x_dtype"] = static_cast<int64_t>(x_in.scalar_type());
@@ -53,23 +70,37 @@ class LmHeadCrossEntropy : public torch::autograd::Function<LmHeadCrossEntropy> 
     auto saved = ctx->get_saved_variables();
     auto x = saved[0], w = saved[1], targets = saved[2], lse = saved[3], count = saved[4];
     const int64_t chunk = ctx->saved_data["chunk"].toInt();
-    const int64_t N = x.size(0), V = w.size(0);
-    auto scale = (grad_out[0].to(torch::kFloat) / count);  // d loss / d logits = (p - onehot) * scale, per valid row
-    auto row_scale = (targets >= 0).to(torch::kFloat) * scale;  // (N)
+    const int64_t N = x.size(0), V = w.size(0), d = x.size(1);
+    const bool low = x.scalar_type() != torch::kFloat;
+    // d loss / d logits = (softmax - onehot) * grad / count, on counted rows.
+    auto row_scale = (targets >= 0).to(torch::kFloat) * (grad_out[0].to(torch::kFloat) / count);
     auto safe_t = targets.clamp_min(0);
-    auto grad_x = torch::zeros({N, x.size(1)}, x.options().dtype(torch::kFloat));
-    auto grad_w = torch::empty({V, w.size(1)}, w.options().dtype(torch::kFloat));
+    auto f32 = x.options().dtype(torch::kFloat);
+    auto grad_x = torch::zeros({N, d}, f32);
+    auto grad_w = torch::empty({V, d}, f32);
+    auto scratch = torch::empty({N, chunk}, x.options()), p = torch::empty({N, chunk}, f32);
+    auto gx_part = torch::empty({N, d}, x.options()), gw_part = torch::empty({chunk, d}, x.options());
     for (int64_t v0 = 0; v0 < V; v0 += chunk) {
       const int64_t vc = std::min(chunk, V - v0);
       auto wc = w.narrow(0, v0, vc);
-      auto p = (torch::mm(x, wc.t()).to(torch::kFloat) - lse.unsqueeze(1)).exp_();  // softmax probabilities
-      auto in = (safe_t >= v0) & (safe_t < v0 + vc);
-      auto local = (safe_t - v0).clamp(0, vc - 1).unsqueeze(1);
-      p.scatter_add_(1, local, -in.to(torch::kFloat).unsqueeze(1));  // subtract the one-hot target
-      p.mul_(row_scale.unsqueeze(1));
-      auto pc = p.to(x.scalar_type());
-      grad_w.narrow(0, v0, vc).copy_(torch::mm(pc.t(), x));
-      grad_x.add_(torch::mm(pc, wc));
+      auto pc = p.narrow(1, 0, vc), tmp = scratch.narrow(1, 0, vc);
+      chunk_logits(x, wc, tmp, pc);
+      pc.sub_(lse.unsqueeze(1)).exp_();  // softmax probabilities
+      auto in = ((safe_t >= v0) & (safe_t < v0 + vc)).to(torch::kFloat);
+      pc.scatter_add_(1, (safe_t - v0).clamp(0, vc - 1).unsqueeze(1), in.neg().unsqueeze(1));  // minus one-hot
+      pc.mul_(row_scale.unsqueeze(1));
+      if (low) {
+        tmp.copy_(pc);
+        auto gw = gw_part.narrow(0, 0, vc);
+        torch::mm_out(gw, tmp.t(), x);
+        grad_w.narrow(0, v0, vc).copy_(gw);
+        torch::mm_out(gx_part, tmp, wc);
+        grad_x.add_(gx_part);
+      } else {
+        auto gw = grad_w.narrow(0, v0, vc);
+        torch::mm_out(gw, pc.t(), x);
+        grad_x.addmm_(pc, wc);
+      }
     }
     auto xd = static_cast<c10::ScalarType>(ctx->saved_data["x_dtype"].toInt());
     auto wd = static_cast<c10::ScalarType>(ctx->saved_data["w_dtype"].toInt());

@@ -14,6 +14,6 @@ namespace prism {
 // matmuls run in bf16 with fp32 softmax statistics, like autocast's linear +
 // cross_entropy; gradients flow to x and weight.
 torch::Tensor lm_head_cross_entropy(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& targets,
-                                    int64_t vocab_chunk = 4096);
+                                    int64_t vocab_chunk = 2048);
 
 }  // namespace prism
