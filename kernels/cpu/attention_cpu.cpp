@@ -68,42 +68,40 @@ const char* isa_name(Isa isa) {
 
 ForwardLayout forward_layout(const AttentionForwardParams& p, int num_threads) {
   ForwardLayout l;
-  const int64_t bhtd = p.batch * p.heads * p.seq_len * p.head_dim, dp = pad16(p.head_dim);
+  const int64_t dp = pad16(p.head_dim);
   int64_t top = 0;
-  if (p.dtype == DType::BF16) {
-    l.k_f32 = take(top, bhtd);
-    l.v_f32 = take(top, bhtd);
-  }
-  // q tile (transposed), score tile, output accumulator, four row statistics.
-  l.scratch_per_thread = pad16(p.head_dim * kBlockQ) + kBlockK * kBlockQ + kBlockQ * dp + 4 * kBlockQ;
-  l.scratch = take(top, l.scratch_per_thread * num_threads);
-  l.total = top;
+  l.q_tile = take(top, p.head_dim * kBlockQ);
+  l.score_tile = take(top, kBlockK * kBlockQ);
+  l.out_acc = take(top, kBlockQ * dp);
+  l.row_stats = take(top, 4 * kBlockQ);
+  l.kv_tiles = take(top, 2 * kBlockK * dp);
+  l.per_thread = top;
+  l.total = top * num_threads;
   return l;
 }
 
 BackwardLayout backward_layout(const AttentionBackwardParams& p, int num_threads) {
   BackwardLayout l;
-  const int64_t bh = p.batch * p.heads, bhtd = bh * p.seq_len * p.head_dim, dp = pad16(p.head_dim);
-  const int64_t nqb = ceil_div(p.seq_len, kBlockQ), nkb = ceil_div(p.seq_len, kBlockK);
+  const int64_t bh = p.batch * p.heads, T = p.seq_len, D = p.head_dim, dp = pad16(D);
+  const int64_t nqb = ceil_div(T, kBlockQ), nkb = ceil_div(T, kBlockK);
   // Enough work items to keep every thread busy: split the key blocks of each
   // (b, h) when there are few of them; each split keeps its own dq partial sum.
-  if (num_threads > 1 && bh < 4 * num_threads) l.nsplit = std::max<int64_t>(1, std::min(nkb, ceil_div(4 * num_threads, bh)));
+  if (num_threads > 1 && bh < 4 * num_threads)
+    l.nsplit = std::max<int64_t>(1, std::min(nkb, ceil_div(4 * num_threads, bh)));
   l.dq_direct = l.nsplit == 1 && p.dtype == DType::F32;
   int64_t top = 0;
-  if (p.dtype == DType::BF16) {
-    l.q_f32 = take(top, bhtd);
-    l.k_f32 = take(top, bhtd);
-    l.v_f32 = take(top, bhtd);
-    l.dout_f32 = take(top, bhtd);
-  }
-  l.q_packed = take(top, bh * nqb * p.head_dim * kBlockQ);
-  l.dout_packed = take(top, bh * nqb * p.head_dim * kBlockQ);
-  if (!p.delta) l.delta = take(top, bh * p.seq_len);
-  if (!l.dq_direct) l.dq_partial = take(top, l.nsplit * bhtd);
-  // P and dS tiles, dK and dV accumulators.
-  l.scratch_per_thread = 2 * kBlockK * kBlockQ + 2 * kBlockK * dp;
-  l.scratch = take(top, l.scratch_per_thread * num_threads);
-  l.total = top;
+  if (l.nsplit > 1) l.dq_partial = take(top, l.nsplit * bh * T * D);
+  l.scratch = top;
+  int64_t t = 0;
+  l.rows = take(t, 4 * T * dp);
+  if (p.dtype == DType::BF16) l.rows_bf16 = take(t, T * dp);
+  l.q_packed = take(t, nqb * D * kBlockQ);
+  l.dout_packed = take(t, nqb * D * kBlockQ);
+  l.delta = take(t, nqb * kBlockQ);
+  if (p.dtype == DType::BF16 && l.nsplit == 1) l.dq_acc = take(t, T * D);
+  l.tiles = take(t, 2 * kBlockK * kBlockQ + 2 * kBlockK * dp);
+  l.per_thread = t;
+  l.total = top + t * num_threads;
   return l;
 }
 

@@ -137,6 +137,91 @@ inline void gemm(int64_t M, int64_t N, int64_t K, const float* a, int64_t a_rs, 
   }
 }
 
+// Products whose operands are both bf16 inputs (q k^T and dout v^T in the bf16
+// path) use the AVX512-BF16 pair dot product: exact products of two bf16
+// pairs summed into fp32, twice the work per instruction of an fp32 FMA.
+// A rows hold bf16 pairs along the contraction; B is "pair-packed": for pair
+// p, the 64 columns' (x[2p], x[2p+1]) in 32-bit lanes.
+template <typename In>
+constexpr bool use_pair_dot() {
+#if defined(__AVX512BF16__)
+  return sizeof(In) == 2;
+#else
+  return false;
+#endif
+}
+
+#if defined(__AVX512BF16__)
+template <int MR>
+inline void pair_tile(int64_t pairs, const uint16_t* a, int64_t a_rs, const uint16_t* b, float* c, int64_t ldc) {
+  __m512 acc[MR][kNV];
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < kNV; ++v) acc[r][v] = _mm512_setzero_ps();
+  for (int64_t k = 0; k < pairs; ++k) {
+    const uint16_t* bk = b + k * 2 * BQ;
+    __m512bh bv[kNV];
+#pragma GCC unroll 4
+    for (int v = 0; v < kNV; ++v) bv[v] = (__m512bh)_mm512_loadu_si512(bk + 2 * kLanes * v);
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) {
+      uint32_t pair;
+      std::memcpy(&pair, a + r * a_rs + 2 * k, 4);
+      const __m512bh av = (__m512bh)_mm512_set1_epi32(static_cast<int>(pair));
+#pragma GCC unroll 4
+      for (int v = 0; v < kNV; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], av, bv[v]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < kNV; ++v) _mm512_storeu_ps(c + r * ldc + kLanes * v, acc[r][v]);
+}
+
+// C[M x BQ] = A[M x 2 pairs] B, A rows bf16 (a_rs apart, zero-padded to even length).
+inline void pair_gemm(int64_t M, int64_t pairs, const uint16_t* a, int64_t a_rs, const uint16_t* b, float* c,
+                      int64_t ldc) {
+  int64_t m0 = 0;
+  for (; m0 + kMR <= M; m0 += kMR) pair_tile<kMR>(pairs, a + m0 * a_rs, a_rs, b, c + m0 * ldc, ldc);
+  switch (M - m0) {
+    case 0: break;
+    case 1: pair_tile<1>(pairs, a + m0 * a_rs, a_rs, b, c + m0 * ldc, ldc); break;
+    case 2: pair_tile<2>(pairs, a + m0 * a_rs, a_rs, b, c + m0 * ldc, ldc); break;
+    case 3: pair_tile<3>(pairs, a + m0 * a_rs, a_rs, b, c + m0 * ldc, ldc); break;
+    case 4: pair_tile<4>(pairs, a + m0 * a_rs, a_rs, b, c + m0 * ldc, ldc); break;
+    default: pair_tile<5>(pairs, a + m0 * a_rs, a_rs, b, c + m0 * ldc, ldc); break;
+  }
+}
+#else
+// Not compiled for this ISA: use_pair_dot() is false, so this is never called.
+inline void pair_gemm(int64_t, int64_t, const uint16_t*, int64_t, const uint16_t*, float*, int64_t) {}
+#endif
+
+// Pair-packs rows [t0, t0 + n) of a bf16 (b, h) slice for pair_gemm's B: pair
+// p of column i at out[(p BQ + i) 2]; columns past n and a last odd element's
+// partner are zero.
+inline void pair_pack(const uint16_t* x, int64_t ld, int64_t t0, int64_t n, int64_t D, uint16_t* out) {
+  const int64_t pairs = (D + 1) / 2;
+  for (int64_t i = 0; i < BQ; ++i) {
+    const uint16_t* r = i < n ? x + (t0 + i) * ld : nullptr;
+    for (int64_t p = 0; p < pairs; ++p) {
+      uint16_t* o = out + (p * BQ + i) * 2;
+      o[0] = r ? r[2 * p] : 0;
+      o[1] = r && 2 * p + 1 < D ? r[2 * p + 1] : 0;
+    }
+  }
+}
+
+// Dense bf16 copy of rows [t0, t0 + n), row stride pad16(D), zero-padded.
+inline void dense_rows_bf16(const uint16_t* x, int64_t ld, int64_t t0, int64_t n, int64_t D, uint16_t* buf) {
+  const int64_t dp = pad16(D);
+  for (int64_t t = 0; t < n; ++t) {
+    std::memcpy(buf + t * dp, x + (t0 + t) * ld, static_cast<size_t>(D) * 2);
+    for (int64_t d = D; d < dp; ++d) buf[t * dp + d] = 0;
+  }
+}
+
 // Runs body(item, thread) for item in [0, n) on up to `threads` OpenMP threads,
 // handing out items one at a time (their costs differ under the causal mask).
 template <typename Body>
@@ -180,36 +265,60 @@ struct Forward {
   ForwardLayout lay;
   float* ws;
   int64_t B, H, T, nqb;
-
-  // fp32 rows of k or v: the input itself, or its converted copy for bf16.
-  Rows rows(const void* x, const Strides& s, int64_t off, int64_t b, int64_t h, int64_t D) const {
-    if (off >= 0) return {ws + off + (b * H + h) * T * D, D};
-    return {slice<float>(x, s, b, h), s.seq};
-  }
 };
 
+inline void copy_row(const float* src, float* dst, int64_t n) {
+  for (int64_t i = 0; i < n; i += kLanes) {
+    const Mask m = tail_mask(n - i);
+    vstore(dst + i, vload(src + i, m), m);
+  }
+}
+inline void copy_row(const uint16_t* src, float* dst, int64_t n) { convert_row(src, dst, n); }
+
+// Rows [t0, t0 + n) of a (b, h) slice, copied (and converted to fp32) into a
+// dense tile with row stride pad16(D). The copy is cheap next to the products
+// that reuse it, and the input's own row stride (3 d_model floats for a fused
+// qkv projection, a multiple of 1 KiB) would map a tile's rows onto a few
+// L1 sets and evict itself.
+template <typename In>
+Rows dense_rows(const In* x, int64_t ld, int64_t t0, int64_t n, int64_t D, float* buf) {
+  const int64_t dp = pad16(D);
+  for (int64_t t = 0; t < n; ++t) copy_row(x + (t0 + t) * ld, buf + t * dp, D);
+  return {buf, dp};
+}
+
 template <typename In, int kD>
-void forward_item(const Forward<In>& f, int64_t b, int64_t h, int64_t qb, float* scratch) {
+void forward_item(const Forward<In>& f, int64_t b, int64_t h, int64_t qb, float* thread_ws) {
   const auto& p = f.p;
   const int64_t D = kD > 0 ? kD : p.head_dim, Dp = pad16(D), T = f.T;
   const int64_t q0 = qb * BQ, mq = imin(BQ, T - q0);
-  float* qt = scratch;              // D x BQ: q tile transposed, in log2 units
-  float* st = qt + pad16(D * BQ);   // BK x BQ: scores, then probabilities
-  float* acc = st + BK * BQ;        // BQ x Dp: unnormalised output
-  float* m = acc + BQ * Dp;         // running max (log2 units)
-  float* l = m + BQ;                // running sum of exp2(s - m)
-  float* dacc = l + BQ;             // running sum of exp2(s - m) * j
-  float* alpha = dacc + BQ;         // rescale factor of this step
+  float* qt = thread_ws + f.lay.q_tile;      // D x BQ: q tile transposed, in log2 units
+  float* st = thread_ws + f.lay.score_tile;  // BK x BQ: scores, then probabilities
+  float* acc = thread_ws + f.lay.out_acc;    // BQ x Dp: unnormalised output
+  float* m = thread_ws + f.lay.row_stats;    // running max (log2 units)
+  float* l = m + BQ;                         // running sum of exp2(s - m)
+  float* dacc = l + BQ;                      // running sum of exp2(s - m) * j
+  float* alpha = dacc + BQ;                  // rescale factor of this step
+  float* kbuf = thread_ws + f.lay.kv_tiles;  // BK x Dp each: dense fp32 k and v tiles
+  float* vbuf = kbuf + BK * Dp;
   const bool want_dist = p.distance != nullptr;
 
   const In* q = slice<In>(p.q, p.q_stride, b, h);
   const float c = p.scale * kLog2e;
-  for (int64_t i = 0; i < BQ; ++i) {
-    if (i < mq) {
-      const In* qr = q + (q0 + i) * p.q_stride.seq;
-      for (int64_t d = 0; d < D; ++d) qt[d * BQ + i] = to_float(qr[d]) * c;
-    } else {
-      for (int64_t d = 0; d < D; ++d) qt[d * BQ + i] = 0.0f;
+  constexpr bool pairs = use_pair_dot<In>();
+  // Scores come out in log2 units: the scale is folded into the fp32 q tile,
+  // or applied to the scores when they are bf16 pair dot products.
+  const float score_scale = pairs ? c : 1.0f;
+  if constexpr (pairs) {
+    pair_pack(reinterpret_cast<const uint16_t*>(q), p.q_stride.seq, q0, mq, D, reinterpret_cast<uint16_t*>(qt));
+  } else {
+    for (int64_t i = 0; i < BQ; ++i) {
+      if (i < mq) {
+        const In* qr = q + (q0 + i) * p.q_stride.seq;
+        for (int64_t d = 0; d < D; ++d) qt[d * BQ + i] = to_float(qr[d]) * c;
+      } else {
+        for (int64_t d = 0; d < D; ++d) qt[d * BQ + i] = 0.0f;
+      }
     }
   }
   for (int64_t i = 0; i < BQ; i += kLanes) {
@@ -218,20 +327,31 @@ void forward_item(const Forward<In>& f, int64_t b, int64_t h, int64_t qb, float*
     vstore(dacc + i, vzero());
   }
 
-  const Rows K = f.rows(p.k, p.k_stride, f.lay.k_f32, b, h, D), V = f.rows(p.v, p.v_stride, f.lay.v_f32, b, h, D);
+  const In* k_in = slice<In>(p.k, p.k_stride, b, h);
+  const In* v_in = slice<In>(p.v, p.v_stride, b, h);
   const int64_t kend = q0 + mq;  // causal: keys [0, kend) only; later tiles are fully masked
   for (int64_t k0 = 0; k0 < kend; k0 += BK) {
     const int64_t mk = imin(BK, kend - k0);
-    gemm(mk, BQ, D, K.row(k0), K.ld, 1, qt, BQ, st, BQ, false, nullptr);
+    if constexpr (pairs) {
+      auto* kb16 = reinterpret_cast<uint16_t*>(kbuf);
+      dense_rows_bf16(reinterpret_cast<const uint16_t*>(k_in), p.k_stride.seq, k0, mk, D, kb16);
+      pair_gemm(mk, (D + 1) / 2, kb16, Dp, reinterpret_cast<const uint16_t*>(qt), st, BQ);
+    } else {
+      const Rows K = dense_rows(k_in, p.k_stride.seq, k0, mk, D, kbuf);
+      gemm(mk, BQ, D, K.base, K.ld, 1, qt, BQ, st, BQ, false, nullptr);
+    }
+    const Rows V = dense_rows(v_in, p.v_stride.seq, k0, mk, D, vbuf);
     const bool diag = k0 + mk - 1 > q0;  // some key of the tile is after some query
+    const Vec ss = vset(score_scale);
     for (int64_t iv = 0; iv < BQ; iv += kLanes) {
       float* s = st + iv;
       const Vec qi = viota(static_cast<float>(q0 + iv));
       const Vec m_old = vload(m + iv);
       Vec mx = m_old;
-      if (diag) {
+      if (diag || pairs) {
         for (int64_t j = 0; j < mk; ++j) {
-          const Vec x = vkeep_between(vload(s + j * BQ), qi, static_cast<float>(k0 + j), kInf, -kInf);
+          Vec x = vload(s + j * BQ) * ss;
+          if (diag) x = vkeep_between(x, qi, static_cast<float>(k0 + j), kInf, -kInf);
           vstore(s + j * BQ, x);
           mx = vmax(mx, x);
         }
@@ -260,7 +380,7 @@ void forward_item(const Forward<In>& f, int64_t b, int64_t h, int64_t qb, float*
       vstore(alpha + iv, al);
     }
     // acc = diag(alpha) acc + P V, with P read from the transposed tile.
-    gemm(mq, D, mk, st, 1, BQ, V.row(k0), V.ld, acc, Dp, k0 > 0, alpha);
+    gemm(mq, D, mk, st, 1, BQ, V.base, V.ld, acc, Dp, k0 > 0, alpha);
   }
 
   In* o = slice<In>(p.o, p.o_stride, b, h);
@@ -278,25 +398,10 @@ void forward_dim(const AttentionForwardParams& p, const Launch& launch) {
   const int threads = launch.num_threads > 0 ? launch.num_threads : 1;
   Forward<In> f{p, forward_layout(p, threads), static_cast<float*>(launch.workspace), p.batch, p.heads, p.seq_len,
                 ceil_div(p.seq_len, BQ)};
-  const int64_t D = p.head_dim, nkb = ceil_div(f.T, BK);
-  if constexpr (sizeof(In) == 2) {
-    // bf16: fp32 copies of k and v, converted once instead of once per query block.
-    parallel_items(f.B * f.H * nkb, threads, [&](int64_t it, int) {
-      const int64_t bh = it / nkb, b = bh / f.H, h = bh % f.H, k0 = (it % nkb) * BK, mk = imin(BK, f.T - k0);
-      const In* k = slice<In>(p.k, p.k_stride, b, h);
-      const In* v = slice<In>(p.v, p.v_stride, b, h);
-      float* kf = f.ws + f.lay.k_f32 + bh * f.T * D;
-      float* vf = f.ws + f.lay.v_f32 + bh * f.T * D;
-      for (int64_t t = k0; t < k0 + mk; ++t) {
-        convert_row(k + t * p.k_stride.seq, kf + t * D, D);
-        convert_row(v + t * p.v_stride.seq, vf + t * D, D);
-      }
-    });
-  }
   // Largest query blocks (most keys) first, so the dynamic schedule ends evenly.
   parallel_items(f.B * f.H * f.nqb, threads, [&](int64_t it, int tid) {
     const int64_t qb = f.nqb - 1 - it / (f.B * f.H), bh = it % (f.B * f.H);
-    forward_item<In, kD>(f, bh / f.H, bh % f.H, qb, f.ws + f.lay.scratch + tid * f.lay.scratch_per_thread);
+    forward_item<In, kD>(f, bh / f.H, bh % f.H, qb, f.ws + tid * f.lay.per_thread);
   });
 }
 
@@ -319,107 +424,118 @@ struct Backward {
   float* ws;
   int64_t B, H, T, nqb, nkb;
 
-  Rows rows(const void* x, const Strides& s, int64_t off, int64_t b, int64_t h) const {
-    if (off >= 0) return {ws + off + (b * H + h) * T * p.head_dim, p.head_dim};
-    return {slice<float>(x, s, b, h), s.seq};
-  }
-  float* q_packed(int64_t b, int64_t h, int64_t qb) const {
-    return ws + lay.q_packed + ((b * H + h) * nqb + qb) * p.head_dim * BQ;
-  }
-  float* dout_packed(int64_t b, int64_t h, int64_t qb) const {
-    return ws + lay.dout_packed + ((b * H + h) * nqb + qb) * p.head_dim * BQ;
-  }
-  float* delta(int64_t b, int64_t h) const { return (p.delta ? p.delta : ws + lay.delta) + (b * H + h) * T; }
-  // Where split s accumulates dq (unscaled units folded in already).
-  MutRows dq_sum(int64_t b, int64_t h, int64_t s) const {
-    if (lay.dq_direct) return {slice<float>(p.dq, p.dq_stride, b, h), p.dq_stride.seq};
-    return {ws + lay.dq_partial + (s * B * H + b * H + h) * T * p.head_dim, p.head_dim};
+  float* dq_partial(int64_t b, int64_t h, int64_t s) const {
+    return ws + lay.dq_partial + ((s * B + b) * H + h) * T * p.head_dim;
   }
 };
 
-// Per (b, h, query block): fp32 copies (bf16), transposed q and dout tiles,
-// delta = rowsum(dout * o), and zeroed dq sums.
-template <typename In>
-void backward_prepare(const Backward<In>& f, int64_t b, int64_t h, int64_t qb) {
-  const auto& p = f.p;
-  const int64_t D = p.head_dim, T = f.T, q0 = qb * BQ, mq = imin(BQ, T - q0);
-  if constexpr (sizeof(In) == 2) {
-    const void* src[4] = {p.q, p.k, p.v, p.dout};
-    const Strides* st[4] = {&p.q_stride, &p.k_stride, &p.v_stride, &p.dout_stride};
-    const int64_t off[4] = {f.lay.q_f32, f.lay.k_f32, f.lay.v_f32, f.lay.dout_f32};
-    for (int x = 0; x < 4; ++x) {
-      const In* s = slice<In>(src[x], *st[x], b, h);
-      float* d = f.ws + off[x] + (b * f.H + h) * T * D;
-      for (int64_t t = q0; t < q0 + mq; ++t) convert_row(s + t * st[x]->seq, d + t * D, D);
-    }
-  }
-  const Rows Q = f.rows(p.q, p.q_stride, f.lay.q_f32, b, h), dO = f.rows(p.dout, p.dout_stride, f.lay.dout_f32, b, h);
-  float* qt = f.q_packed(b, h, qb);
-  float* dot = f.dout_packed(b, h, qb);
-  const float c = p.scale * kLog2e;
-  for (int64_t i = 0; i < BQ; ++i) {
-    if (i < mq) {
-      const float* qr = Q.row(q0 + i);
-      const float* gr = dO.row(q0 + i);
-      for (int64_t d = 0; d < D; ++d) {
-        qt[d * BQ + i] = qr[d] * c;
-        dot[d * BQ + i] = gr[d];
-      }
-    } else {
-      for (int64_t d = 0; d < D; ++d) qt[d * BQ + i] = dot[d * BQ + i] = 0.0f;
-    }
-  }
-  const In* o = slice<In>(p.o, p.o_stride, b, h);
-  float* delta = f.delta(b, h);
-  for (int64_t t = q0; t < q0 + mq; ++t) {
-    Vec s = vzero();
-    const float* gr = dO.row(t);
-    const In* orow = o + t * p.o_stride.seq;
-    for (int64_t d = 0; d < D; d += kLanes) {
-      const Mask m = tail_mask(D - d);
-      s = vfmadd(vload(gr + d, m), vload_in(orow + d, m), s);
-    }
-    delta[t] = vsum(s);
-  }
-  for (int64_t s = 0; s < f.lay.nsplit; ++s) {
-    const MutRows dq = f.dq_sum(b, h, s);
-    for (int64_t t = q0; t < q0 + mq; ++t) zero_row(dq.row(t), D);
-  }
-}
-
-// One (b, h) and one split of its key blocks: dK, dV per key block, dQ summed.
+// One (b, h) and one split of its key blocks: dK, dV per key block, dQ summed
+// over them. First the (b, h)'s prologue in the thread's workspace: fp32 rows
+// (bf16), transposed q and dout tiles, delta = rowsum(dout * o).
 template <typename In, int kD>
-void backward_item(const Backward<In>& f, int64_t b, int64_t h, int64_t split, float* scratch) {
+void backward_item(const Backward<In>& f, int64_t b, int64_t h, int64_t split, float* th) {
   const auto& p = f.p;
   const int64_t D = kD > 0 ? kD : p.head_dim, Dp = pad16(D), T = f.T;
-  float* pt = scratch;           // BK x BQ: probabilities, transposed
+  const int64_t first_q = (split * BK) / BQ;  // earliest query block that sees this split's keys
+
+  constexpr bool pairs = use_pair_dot<In>();
+  auto rows = [&](const void* x, const Strides& s, int index) -> Rows {
+    if (pairs && index == 2) return {nullptr, 0};  // v only enters the pair products
+    return dense_rows(slice<In>(x, s, b, h), s.seq, 0, T, D, th + f.lay.rows + index * T * Dp);
+  };
+  const Rows Q = rows(p.q, p.q_stride, 0), K = rows(p.k, p.k_stride, 1), V = rows(p.v, p.v_stride, 2),
+             dO = rows(p.dout, p.dout_stride, 3);
+  uint16_t* k16 = nullptr;  // pair path: dense bf16 k and v rows
+  uint16_t* v16 = nullptr;
+  if constexpr (pairs) {
+    k16 = reinterpret_cast<uint16_t*>(th + f.lay.rows_bf16);
+    v16 = k16 + T * Dp;
+    dense_rows_bf16(slice<uint16_t>(p.k, p.k_stride, b, h), p.k_stride.seq, 0, T, D, k16);
+    dense_rows_bf16(slice<uint16_t>(p.v, p.v_stride, b, h), p.v_stride.seq, 0, T, D, v16);
+  }
+  float* q_packed = th + f.lay.q_packed;
+  float* dout_packed = th + f.lay.dout_packed;
+  float* delta = th + f.lay.delta;
+  const float c = p.scale * kLog2e;
+  const In* o = slice<In>(p.o, p.o_stride, b, h);
+  for (int64_t qb = first_q; qb < f.nqb; ++qb) {
+    const int64_t q0 = qb * BQ, mq = imin(BQ, T - q0);
+    float* qt = q_packed + qb * D * BQ;
+    float* dot = dout_packed + qb * D * BQ;
+    if constexpr (pairs) {
+      pair_pack(slice<uint16_t>(p.q, p.q_stride, b, h), p.q_stride.seq, q0, mq, D, reinterpret_cast<uint16_t*>(qt));
+      pair_pack(slice<uint16_t>(p.dout, p.dout_stride, b, h), p.dout_stride.seq, q0, mq, D,
+                reinterpret_cast<uint16_t*>(dot));
+    } else {
+      for (int64_t i = 0; i < BQ; ++i) {
+        if (i < mq) {
+          const float* qr = Q.row(q0 + i);
+          const float* gr = dO.row(q0 + i);
+          for (int64_t d = 0; d < D; ++d) {
+            qt[d * BQ + i] = qr[d] * c;
+            dot[d * BQ + i] = gr[d];
+          }
+        } else {
+          for (int64_t d = 0; d < D; ++d) qt[d * BQ + i] = dot[d * BQ + i] = 0.0f;
+        }
+      }
+    }
+    for (int64_t t = q0; t < q0 + mq; ++t) {
+      Vec s = vzero();
+      const float* gr = dO.row(t);
+      const In* orow = o + t * p.o_stride.seq;
+      for (int64_t d = 0; d < D; d += kLanes) {
+        const Mask mk = tail_mask(D - d);
+        s = vfmadd(vload(gr + d, mk), vload_in(orow + d, mk), s);
+      }
+      delta[t] = vsum(s);
+    }
+  }
+  if (p.delta && split == 0)
+    for (int64_t t = 0; t < T; ++t) p.delta[(b * f.H + h) * T + t] = delta[t];
+
+  // Where this item sums dq (dS already carries the softmax scale).
+  MutRows dq;
+  if (f.lay.nsplit > 1)
+    dq = {f.dq_partial(b, h, split), D};
+  else if (f.lay.dq_direct)
+    dq = {slice<float>(p.dq, p.dq_stride, b, h), p.dq_stride.seq};
+  else
+    dq = {th + f.lay.dq_acc, D};
+  for (int64_t t = 0; t < T; ++t) zero_row(dq.row(t), D);
+
+  float* pt = th + f.lay.tiles;  // BK x BQ: probabilities, transposed
   float* dst = pt + BK * BQ;     // BK x BQ: dP, then dS (scaled), transposed
   float* dk = dst + BK * BQ;     // BK x Dp
   float* dv = dk + BK * Dp;      // BK x Dp
-  const Rows Q = f.rows(p.q, p.q_stride, f.lay.q_f32, b, h), K = f.rows(p.k, p.k_stride, f.lay.k_f32, b, h),
-             V = f.rows(p.v, p.v_stride, f.lay.v_f32, b, h), dO = f.rows(p.dout, p.dout_stride, f.lay.dout_f32, b, h);
-  const MutRows dq = f.dq_sum(b, h, split);
   const float* lse = p.lse + (b * f.H + h) * T;
-  const float* delta = f.delta(b, h);
   In* dk_out = slice<In>(p.dk, p.dk_stride, b, h);
   In* dv_out = slice<In>(p.dv, p.dv_stride, b, h);
+  const Vec scale = vset(p.scale);
+  const Vec ss = vset(pairs ? c : 1.0f);  // pair products are unscaled
 
   for (int64_t kb = split; kb < f.nkb; kb += f.lay.nsplit) {
     const int64_t k0 = kb * BK, mk = imin(BK, T - k0);
     // Query blocks before k0 / BQ see none of these keys: skipped.
     for (int64_t qb = k0 / BQ; qb < f.nqb; ++qb) {
       const int64_t q0 = qb * BQ, mq = imin(BQ, T - q0);
-      gemm(mk, BQ, D, K.row(k0), K.ld, 1, f.q_packed(b, h, qb), BQ, pt, BQ, false, nullptr);
-      gemm(mk, BQ, D, V.row(k0), V.ld, 1, f.dout_packed(b, h, qb), BQ, dst, BQ, false, nullptr);
+      if constexpr (pairs) {
+        pair_gemm(mk, (D + 1) / 2, k16 + k0 * Dp, Dp, reinterpret_cast<const uint16_t*>(q_packed + qb * D * BQ), pt,
+                  BQ);
+        pair_gemm(mk, (D + 1) / 2, v16 + k0 * Dp, Dp, reinterpret_cast<const uint16_t*>(dout_packed + qb * D * BQ),
+                  dst, BQ);
+      } else {
+        gemm(mk, BQ, D, K.row(k0), K.ld, 1, q_packed + qb * D * BQ, BQ, pt, BQ, false, nullptr);
+        gemm(mk, BQ, D, V.row(k0), V.ld, 1, dout_packed + qb * D * BQ, BQ, dst, BQ, false, nullptr);
+      }
       const bool edge = k0 + mk - 1 > q0 || mq < BQ;  // causal mask or rows past T inside the tile
-      const Vec scale = vset(p.scale);
       for (int64_t iv = 0; iv < BQ; iv += kLanes) {
         const Mask mv = tail_mask(mq - iv);
         const Vec lse2 = vload(lse + q0 + iv, mv) * vset(kLog2e);
         const Vec dl = vload(delta + q0 + iv, mv);
         const Vec qi = viota(static_cast<float>(q0 + iv));
         for (int64_t j = 0; j < mk; ++j) {
-          Vec pj = vexp2(vload(pt + j * BQ + iv) - lse2);
+          Vec pj = vexp2(vload(pt + j * BQ + iv) * ss - lse2);
           if (edge) pj = vkeep_between(pj, qi, static_cast<float>(k0 + j), static_cast<float>(T - 1), 0.0f);
           vstore(pt + j * BQ + iv, pj);
           vstore(dst + j * BQ + iv, pj * (vload(dst + j * BQ + iv) - dl) * scale);
@@ -435,6 +551,10 @@ void backward_item(const Backward<In>& f, int64_t b, int64_t h, int64_t split, f
       store_row(dv + j * Dp, dv_out + (k0 + j) * p.dv_stride.seq, D, 1.0f);
     }
   }
+  if (f.lay.nsplit == 1 && !f.lay.dq_direct) {
+    In* out = slice<In>(p.dq, p.dq_stride, b, h);
+    for (int64_t t = 0; t < T; ++t) store_row(dq.row(t), out + t * p.dq_stride.seq, D, 1.0f);
+  }
 }
 
 template <typename In, int kD>
@@ -443,24 +563,19 @@ void backward_dim(const AttentionBackwardParams& p, const Launch& launch) {
   Backward<In> f{p, backward_layout(p, threads), static_cast<float*>(launch.workspace), p.batch, p.heads, p.seq_len,
                  ceil_div(p.seq_len, BQ), ceil_div(p.seq_len, BK)};
   const int64_t BH = f.B * f.H, D = p.head_dim;
-  parallel_items(BH * f.nqb, threads, [&](int64_t it, int) {
-    const int64_t bh = it / f.nqb;
-    backward_prepare(f, bh / f.H, bh % f.H, it % f.nqb);
-  });
   parallel_items(BH * f.lay.nsplit, threads, [&](int64_t it, int tid) {
     const int64_t bh = it / f.lay.nsplit;
-    backward_item<In, kD>(f, bh / f.H, bh % f.H, it % f.lay.nsplit,
-                          f.ws + f.lay.scratch + tid * f.lay.scratch_per_thread);
+    backward_item<In, kD>(f, bh / f.H, bh % f.H, it % f.lay.nsplit, f.ws + f.lay.scratch + tid * f.lay.per_thread);
   });
-  if (f.lay.dq_direct) return;
+  if (f.lay.nsplit == 1) return;
   // Sum the splits' partial dq into the output (and convert to its dtype).
   parallel_items(BH * f.nqb, threads, [&](int64_t it, int) {
     const int64_t bh = it / f.nqb, b = bh / f.H, h = bh % f.H, q0 = (it % f.nqb) * BQ, mq = imin(BQ, f.T - q0);
     In* out = slice<In>(p.dq, p.dq_stride, b, h);
     for (int64_t t = q0; t < q0 + mq; ++t) {
-      float* first = f.dq_sum(b, h, 0).row(t);
+      float* first = f.dq_partial(b, h, 0) + t * D;
       for (int64_t s = 1; s < f.lay.nsplit; ++s) {
-        const float* other = f.dq_sum(b, h, s).row(t);
+        const float* other = f.dq_partial(b, h, s) + t * D;
         for (int64_t d = 0; d < D; d += kLanes) {
           const Mask m = tail_mask(D - d);
           vstore(first + d, vload(first + d, m) + vload(other + d, m), m);

@@ -9,21 +9,33 @@
 
 namespace prism::kernels::cpu {
 
+// Everything but the split dq sums is per thread, O(T D): the workspace never
+// grows with B H T D, let alone T^2.
 struct ForwardLayout {
-  int64_t k_f32 = -1, v_f32 = -1;  // fp32 copies of k and v, (B, H, T, D), bf16 inputs only
-  int64_t scratch = 0;             // per-thread tiles
-  int64_t scratch_per_thread = 0;
-  int64_t total = 0;               // floats
+  // Per thread, offsets from the thread's base:
+  int64_t q_tile = 0;       // D x kBlockQ: q tile transposed
+  int64_t score_tile = 0;   // kBlockK x kBlockQ
+  int64_t out_acc = 0;      // kBlockQ x pad16(D)
+  int64_t row_stats = 0;    // 4 x kBlockQ
+  int64_t kv_tiles = 0;     // dense fp32 k and v tiles, 2 x kBlockK x pad16(D)
+  int64_t per_thread = 0;
+  int64_t total = 0;        // floats
 };
 
 struct BackwardLayout {
-  int64_t nsplit = 1;              // key blocks of one (b, h) are split over this many work items
-  bool dq_direct = true;           // accumulate straight into dq (fp32, one split)
-  int64_t q_f32 = -1, k_f32 = -1, v_f32 = -1, dout_f32 = -1;  // bf16 inputs only, (B, H, T, D)
-  int64_t q_packed = 0, dout_packed = 0;  // per (b, h, query block): D x kBlockQ, transposed
-  int64_t delta = -1;              // (B, H, T) when the caller gives no delta buffer
-  int64_t dq_partial = -1;         // nsplit x (B, H, T, D) when not dq_direct
-  int64_t scratch = 0, scratch_per_thread = 0;
+  int64_t nsplit = 1;       // key blocks of one (b, h) are split over this many work items
+  bool dq_direct = true;    // accumulate straight into dq (fp32 output, one split)
+  int64_t dq_partial = -1;  // nsplit x (B, H, T, D) when nsplit > 1
+  // Per thread, for the (b, h) it works on, offsets from the thread's base:
+  int64_t rows = 0;         // dense fp32 q, k, v, dout, 4 x T x pad16(D)
+  int64_t rows_bf16 = -1;   // bf16 only: dense bf16 k and v, 2 x T x pad16(D) bf16
+  int64_t q_packed = 0;     // per query block: D x kBlockQ, transposed (and scaled)
+  int64_t dout_packed = 0;  // the same for dout
+  int64_t delta = 0;        // T: rowsum(dout * o)
+  int64_t dq_acc = -1;      // bf16 with one split: fp32 dq sums, T x D
+  int64_t tiles = 0;        // P and dS tiles, dK and dV accumulators
+  int64_t per_thread = 0;
+  int64_t scratch = 0;      // start of the per-thread regions
   int64_t total = 0;
 };
 
