@@ -86,20 +86,20 @@ BackwardLayout backward_layout(const AttentionBackwardParams& p, int num_threads
   const int64_t nqb = ceil_div(T, kBlockQ), nkb = ceil_div(T, kBlockK);
   // Enough work items to keep every thread busy: split the key blocks of each
   // (b, h) when there are few of them; each split keeps its own dq partial sum.
-  if (num_threads > 1 && bh < 4 * num_threads)
-    l.nsplit = std::max<int64_t>(1, std::min(nkb, ceil_div(4 * num_threads, bh)));
-  l.dq_direct = l.nsplit == 1 && p.dtype == DType::F32;
+  if (num_threads > 1 && bh < 2 * num_threads)
+    l.nsplit = std::max<int64_t>(1, std::min(nkb, ceil_div(2 * num_threads, bh)));
+  l.dq_direct = p.dtype == DType::F32;
+  l.n_partial = l.nsplit > 1 ? l.nsplit - (l.dq_direct ? 1 : 0) : 0;
   int64_t top = 0;
-  if (l.nsplit > 1) l.dq_partial = take(top, l.nsplit * bh * T * D);
+  if (l.n_partial > 0) l.dq_partial = take(top, l.n_partial * bh * T * D);
   l.scratch = top;
   int64_t t = 0;
-  l.rows = take(t, 4 * T * dp);
-  if (p.dtype == DType::BF16) l.rows_bf16 = take(t, T * dp);
+  l.rows = take(t, 2 * nqb * kBlockQ * dp);
   l.q_packed = take(t, nqb * D * kBlockQ);
   l.dout_packed = take(t, nqb * D * kBlockQ);
   l.delta = take(t, nqb * kBlockQ);
   if (p.dtype == DType::BF16 && l.nsplit == 1) l.dq_acc = take(t, T * D);
-  l.tiles = take(t, 2 * kBlockK * kBlockQ + 2 * kBlockK * dp);
+  l.tiles = take(t, 2 * kBlockK * kBlockQ + 4 * kBlockK * dp + kBlockK * dp);
   l.per_thread = t;
   l.total = top + t * num_threads;
   return l;

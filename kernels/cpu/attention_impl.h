@@ -115,9 +115,9 @@ inline void tile_rows(int nv, int64_t K, const float* a, int64_t a_rs, int64_t a
   }
 }
 
-// C[M x N] = (accumulate ? diag(row_scale) C : 0) + A[M x K] B[K x N]; row_scale may be null (= 1).
-inline void gemm(int64_t M, int64_t N, int64_t K, const float* a, int64_t a_rs, int64_t a_cs, const float* b,
-                 int64_t ldb, float* c, int64_t ldc, bool accumulate, const float* row_scale) {
+// C[M x N] = (accumulate ? diag(row_scale) C : 0) + A[M x K] B[K x N] for K <= kKc.
+inline void gemm_panel(int64_t M, int64_t N, int64_t K, const float* a, int64_t a_rs, int64_t a_cs, const float* b,
+                       int64_t ldb, float* c, int64_t ldc, bool accumulate, const float* row_scale) {
   for (int64_t n0 = 0; n0 < N; n0 += kLanes * kNV) {
     const int64_t nn = imin(kLanes * kNV, N - n0);
     const int nv = static_cast<int>(ceil_div(nn, kLanes));
@@ -137,6 +137,20 @@ inline void gemm(int64_t M, int64_t N, int64_t K, const float* a, int64_t a_rs, 
   }
 }
 
+// Rows of B per pass: a 64-column panel of them (16 KiB) stays in L1 while
+// every register tile of A streams past it.
+constexpr int64_t kKc = 64;
+
+// C[M x N] = (accumulate ? diag(row_scale) C : 0) + A[M x K] B[K x N]; row_scale may be null (= 1).
+inline void gemm(int64_t M, int64_t N, int64_t K, const float* a, int64_t a_rs, int64_t a_cs, const float* b,
+                 int64_t ldb, float* c, int64_t ldc, bool accumulate, const float* row_scale) {
+  for (int64_t k0 = 0; k0 < K; k0 += kKc) {
+    const bool first = k0 == 0;
+    gemm_panel(M, N, imin(kKc, K - k0), a + k0 * a_cs, a_rs, a_cs, b + k0 * ldb, ldb, c, ldc, !first || accumulate,
+               first ? row_scale : nullptr);
+  }
+}
+
 // Products whose operands are both bf16 inputs (q k^T and dout v^T in the bf16
 // path) use the AVX512-BF16 pair dot product: exact products of two bf16
 // pairs summed into fp32, twice the work per instruction of an fp32 FMA.
@@ -153,12 +167,14 @@ constexpr bool use_pair_dot() {
 
 #if defined(__AVX512BF16__)
 template <int MR>
-inline void pair_tile(int64_t pairs, const uint16_t* a, int64_t a_rs, const uint16_t* b, float* c, int64_t ldc) {
+inline void pair_tile(int64_t pairs, const uint16_t* a, int64_t a_rs, const uint16_t* b, float* c, int64_t ldc,
+                      bool accumulate) {
   __m512 acc[MR][kNV];
 #pragma GCC unroll 8
   for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 4
-    for (int v = 0; v < kNV; ++v) acc[r][v] = _mm512_setzero_ps();
+    for (int v = 0; v < kNV; ++v)
+      acc[r][v] = accumulate ? _mm512_loadu_ps(c + r * ldc + kLanes * v) : _mm512_setzero_ps();
   for (int64_t k = 0; k < pairs; ++k) {
     const uint16_t* bk = b + k * 2 * BQ;
     __m512bh bv[kNV];
@@ -179,18 +195,25 @@ inline void pair_tile(int64_t pairs, const uint16_t* a, int64_t a_rs, const uint
     for (int v = 0; v < kNV; ++v) _mm512_storeu_ps(c + r * ldc + kLanes * v, acc[r][v]);
 }
 
-// C[M x BQ] = A[M x 2 pairs] B, A rows bf16 (a_rs apart, zero-padded to even length).
+// C[M x BQ] = A[M x 2 pairs] B, A rows bf16 (a_rs apart, zero-padded to even
+// length); K-blocked like gemm(), in panels of kKc pairs (16 KiB).
 inline void pair_gemm(int64_t M, int64_t pairs, const uint16_t* a, int64_t a_rs, const uint16_t* b, float* c,
                       int64_t ldc) {
-  int64_t m0 = 0;
-  for (; m0 + kMR <= M; m0 += kMR) pair_tile<kMR>(pairs, a + m0 * a_rs, a_rs, b, c + m0 * ldc, ldc);
-  switch (M - m0) {
-    case 0: break;
-    case 1: pair_tile<1>(pairs, a + m0 * a_rs, a_rs, b, c + m0 * ldc, ldc); break;
-    case 2: pair_tile<2>(pairs, a + m0 * a_rs, a_rs, b, c + m0 * ldc, ldc); break;
-    case 3: pair_tile<3>(pairs, a + m0 * a_rs, a_rs, b, c + m0 * ldc, ldc); break;
-    case 4: pair_tile<4>(pairs, a + m0 * a_rs, a_rs, b, c + m0 * ldc, ldc); break;
-    default: pair_tile<5>(pairs, a + m0 * a_rs, a_rs, b, c + m0 * ldc, ldc); break;
+  for (int64_t p0 = 0; p0 < pairs; p0 += kKc) {
+    const int64_t np = imin(kKc, pairs - p0);
+    const uint16_t* ap = a + 2 * p0;
+    const uint16_t* bp = b + 2 * p0 * BQ;
+    const bool acc = p0 > 0;
+    int64_t m0 = 0;
+    for (; m0 + kMR <= M; m0 += kMR) pair_tile<kMR>(np, ap + m0 * a_rs, a_rs, bp, c + m0 * ldc, ldc, acc);
+    switch (M - m0) {
+      case 0: break;
+      case 1: pair_tile<1>(np, ap + m0 * a_rs, a_rs, bp, c + m0 * ldc, ldc, acc); break;
+      case 2: pair_tile<2>(np, ap + m0 * a_rs, a_rs, bp, c + m0 * ldc, ldc, acc); break;
+      case 3: pair_tile<3>(np, ap + m0 * a_rs, a_rs, bp, c + m0 * ldc, ldc, acc); break;
+      case 4: pair_tile<4>(np, ap + m0 * a_rs, a_rs, bp, c + m0 * ldc, ldc, acc); break;
+      default: pair_tile<5>(np, ap + m0 * a_rs, a_rs, bp, c + m0 * ldc, ldc, acc); break;
+    }
   }
 }
 #else
@@ -424,53 +447,52 @@ struct Backward {
   float* ws;
   int64_t B, H, T, nqb, nkb;
 
+  // Split s's fp32 dq sums when they are not dq itself.
   float* dq_partial(int64_t b, int64_t h, int64_t s) const {
-    return ws + lay.dq_partial + ((s * B + b) * H + h) * T * p.head_dim;
+    const int64_t index = s - (lay.dq_direct ? 1 : 0);
+    return ws + lay.dq_partial + ((index * B + b) * H + h) * T * p.head_dim;
   }
 };
 
 // One (b, h) and one split of its key blocks: dK, dV per key block, dQ summed
-// over them. First the (b, h)'s prologue in the thread's workspace: fp32 rows
-// (bf16), transposed q and dout tiles, delta = rowsum(dout * o).
+// over them. The prologue copies the (b, h)'s q and dout into dense fp32 rows
+// and packs them transposed (the operands every key block reuses) and computes
+// delta = rowsum(dout * o); k and v are packed a key block at a time.
 template <typename In, int kD>
 void backward_item(const Backward<In>& f, int64_t b, int64_t h, int64_t split, float* th) {
   const auto& p = f.p;
   const int64_t D = kD > 0 ? kD : p.head_dim, Dp = pad16(D), T = f.T;
   const int64_t first_q = (split * BK) / BQ;  // earliest query block that sees this split's keys
-
   constexpr bool pairs = use_pair_dot<In>();
-  auto rows = [&](const void* x, const Strides& s, int index) -> Rows {
-    if (pairs && index == 2) return {nullptr, 0};  // v only enters the pair products
-    return dense_rows(slice<In>(x, s, b, h), s.seq, 0, T, D, th + f.lay.rows + index * T * Dp);
-  };
-  const Rows Q = rows(p.q, p.q_stride, 0), K = rows(p.k, p.k_stride, 1), V = rows(p.v, p.v_stride, 2),
-             dO = rows(p.dout, p.dout_stride, 3);
-  uint16_t* k16 = nullptr;  // pair path: dense bf16 k and v rows
-  uint16_t* v16 = nullptr;
-  if constexpr (pairs) {
-    k16 = reinterpret_cast<uint16_t*>(th + f.lay.rows_bf16);
-    v16 = k16 + T * Dp;
-    dense_rows_bf16(slice<uint16_t>(p.k, p.k_stride, b, h), p.k_stride.seq, 0, T, D, k16);
-    dense_rows_bf16(slice<uint16_t>(p.v, p.v_stride, b, h), p.v_stride.seq, 0, T, D, v16);
-  }
+  const In* q_in = slice<In>(p.q, p.q_stride, b, h);
+  const In* k_in = slice<In>(p.k, p.k_stride, b, h);
+  const In* v_in = slice<In>(p.v, p.v_stride, b, h);
+  const In* g_in = slice<In>(p.dout, p.dout_stride, b, h);
+  const In* o_in = slice<In>(p.o, p.o_stride, b, h);
+
   float* q_packed = th + f.lay.q_packed;
   float* dout_packed = th + f.lay.dout_packed;
   float* delta = th + f.lay.delta;
   const float c = p.scale * kLog2e;
-  const In* o = slice<In>(p.o, p.o_stride, b, h);
+  // Dense fp32 q and dout rows of the (b, h): the B operands of dK += dS^T q
+  // and dV += P^T dout for every key block.
+  float* q_rows = th + f.lay.rows;
+  float* g_rows = q_rows + T * Dp;
   for (int64_t qb = first_q; qb < f.nqb; ++qb) {
     const int64_t q0 = qb * BQ, mq = imin(BQ, T - q0);
+    dense_rows(q_in, p.q_stride.seq, q0, mq, D, q_rows + q0 * Dp);
+    dense_rows(g_in, p.dout_stride.seq, q0, mq, D, g_rows + q0 * Dp);
     float* qt = q_packed + qb * D * BQ;
     float* dot = dout_packed + qb * D * BQ;
     if constexpr (pairs) {
-      pair_pack(slice<uint16_t>(p.q, p.q_stride, b, h), p.q_stride.seq, q0, mq, D, reinterpret_cast<uint16_t*>(qt));
-      pair_pack(slice<uint16_t>(p.dout, p.dout_stride, b, h), p.dout_stride.seq, q0, mq, D,
+      pair_pack(reinterpret_cast<const uint16_t*>(q_in), p.q_stride.seq, q0, mq, D, reinterpret_cast<uint16_t*>(qt));
+      pair_pack(reinterpret_cast<const uint16_t*>(g_in), p.dout_stride.seq, q0, mq, D,
                 reinterpret_cast<uint16_t*>(dot));
     } else {
       for (int64_t i = 0; i < BQ; ++i) {
         if (i < mq) {
-          const float* qr = Q.row(q0 + i);
-          const float* gr = dO.row(q0 + i);
+          const float* qr = q_rows + (q0 + i) * Dp;
+          const float* gr = g_rows + (q0 + i) * Dp;
           for (int64_t d = 0; d < D; ++d) {
             qt[d * BQ + i] = qr[d] * c;
             dot[d * BQ + i] = gr[d];
@@ -481,14 +503,14 @@ void backward_item(const Backward<In>& f, int64_t b, int64_t h, int64_t split, f
       }
     }
     for (int64_t t = q0; t < q0 + mq; ++t) {
-      Vec s = vzero();
-      const float* gr = dO.row(t);
-      const In* orow = o + t * p.o_stride.seq;
+      Vec acc = vzero();
+      const float* gr = g_rows + t * Dp;
+      const In* orow = o_in + t * p.o_stride.seq;
       for (int64_t d = 0; d < D; d += kLanes) {
         const Mask mk = tail_mask(D - d);
-        s = vfmadd(vload(gr + d, mk), vload_in(orow + d, mk), s);
+        acc = vfmadd(vload(gr + d, mk), vload_in(orow + d, mk), acc);
       }
-      delta[t] = vsum(s);
+      delta[t] = vsum(acc);
     }
   }
   if (p.delta && split == 0)
@@ -496,18 +518,22 @@ void backward_item(const Backward<In>& f, int64_t b, int64_t h, int64_t split, f
 
   // Where this item sums dq (dS already carries the softmax scale).
   MutRows dq;
-  if (f.lay.nsplit > 1)
-    dq = {f.dq_partial(b, h, split), D};
-  else if (f.lay.dq_direct)
+  if (f.lay.dq_direct && split == 0)
     dq = {slice<float>(p.dq, p.dq_stride, b, h), p.dq_stride.seq};
+  else if (f.lay.nsplit > 1)
+    dq = {f.dq_partial(b, h, split), D};
   else
     dq = {th + f.lay.dq_acc, D};
   for (int64_t t = 0; t < T; ++t) zero_row(dq.row(t), D);
 
   float* pt = th + f.lay.tiles;  // BK x BQ: probabilities, transposed
   float* dst = pt + BK * BQ;     // BK x BQ: dP, then dS (scaled), transposed
-  float* dk = dst + BK * BQ;     // BK x Dp
-  float* dv = dk + BK * Dp;      // BK x Dp
+  float* dk = dst + BK * BQ;     // BK x Dp: dK sums
+  float* dv = dk + BK * Dp;      // BK x Dp: dV sums
+  float* ktile = dv + BK * Dp;   // BK x Dp: dense fp32 k rows of the key block
+  float* vtile = ktile + BK * Dp;
+  auto* k16 = reinterpret_cast<uint16_t*>(vtile + BK * Dp);  // pair path: bf16 k and v rows
+  uint16_t* v16 = k16 + BK * Dp;
   const float* lse = p.lse + (b * f.H + h) * T;
   In* dk_out = slice<In>(p.dk, p.dk_stride, b, h);
   In* dv_out = slice<In>(p.dv, p.dv_stride, b, h);
@@ -516,17 +542,23 @@ void backward_item(const Backward<In>& f, int64_t b, int64_t h, int64_t split, f
 
   for (int64_t kb = split; kb < f.nkb; kb += f.lay.nsplit) {
     const int64_t k0 = kb * BK, mk = imin(BK, T - k0);
+    const Rows K = dense_rows(k_in, p.k_stride.seq, k0, mk, D, ktile);
+    Rows V{nullptr, 0};
+    if constexpr (pairs) {
+      dense_rows_bf16(reinterpret_cast<const uint16_t*>(k_in), p.k_stride.seq, k0, mk, D, k16);
+      dense_rows_bf16(reinterpret_cast<const uint16_t*>(v_in), p.v_stride.seq, k0, mk, D, v16);
+    } else {
+      V = dense_rows(v_in, p.v_stride.seq, k0, mk, D, vtile);
+    }
     // Query blocks before k0 / BQ see none of these keys: skipped.
     for (int64_t qb = k0 / BQ; qb < f.nqb; ++qb) {
       const int64_t q0 = qb * BQ, mq = imin(BQ, T - q0);
       if constexpr (pairs) {
-        pair_gemm(mk, (D + 1) / 2, k16 + k0 * Dp, Dp, reinterpret_cast<const uint16_t*>(q_packed + qb * D * BQ), pt,
-                  BQ);
-        pair_gemm(mk, (D + 1) / 2, v16 + k0 * Dp, Dp, reinterpret_cast<const uint16_t*>(dout_packed + qb * D * BQ),
-                  dst, BQ);
+        pair_gemm(mk, (D + 1) / 2, k16, Dp, reinterpret_cast<const uint16_t*>(q_packed + qb * D * BQ), pt, BQ);
+        pair_gemm(mk, (D + 1) / 2, v16, Dp, reinterpret_cast<const uint16_t*>(dout_packed + qb * D * BQ), dst, BQ);
       } else {
-        gemm(mk, BQ, D, K.row(k0), K.ld, 1, q_packed + qb * D * BQ, BQ, pt, BQ, false, nullptr);
-        gemm(mk, BQ, D, V.row(k0), V.ld, 1, dout_packed + qb * D * BQ, BQ, dst, BQ, false, nullptr);
+        gemm(mk, BQ, D, K.base, K.ld, 1, q_packed + qb * D * BQ, BQ, pt, BQ, false, nullptr);
+        gemm(mk, BQ, D, V.base, V.ld, 1, dout_packed + qb * D * BQ, BQ, dst, BQ, false, nullptr);
       }
       const bool edge = k0 + mk - 1 > q0 || mq < BQ;  // causal mask or rows past T inside the tile
       for (int64_t iv = 0; iv < BQ; iv += kLanes) {
@@ -542,9 +574,9 @@ void backward_item(const Backward<In>& f, int64_t b, int64_t h, int64_t split, f
         }
       }
       const bool acc = qb > k0 / BQ;
-      gemm(mk, D, mq, pt, BQ, 1, dO.row(q0), dO.ld, dv, Dp, acc, nullptr);   // dV += P^T dO
-      gemm(mk, D, mq, dst, BQ, 1, Q.row(q0), Q.ld, dk, Dp, acc, nullptr);    // dK += dS^T Q
-      gemm(mq, D, mk, dst, 1, BQ, K.row(k0), K.ld, dq.row(q0), dq.ld, true, nullptr);  // dQ += dS K
+      gemm(mk, D, mq, pt, BQ, 1, g_rows + q0 * Dp, Dp, dv, Dp, acc, nullptr);           // dV += P^T dO
+      gemm(mk, D, mq, dst, BQ, 1, q_rows + q0 * Dp, Dp, dk, Dp, acc, nullptr);          // dK += dS^T Q
+      gemm(mq, D, mk, dst, 1, BQ, K.base, K.ld, dq.row(q0), dq.ld, true, nullptr);     // dQ += dS K
     }
     for (int64_t j = 0; j < mk; ++j) {
       store_row(dk + j * Dp, dk_out + (k0 + j) * p.dk_stride.seq, D, 1.0f);
@@ -573,7 +605,8 @@ void backward_dim(const AttentionBackwardParams& p, const Launch& launch) {
     const int64_t bh = it / f.nqb, b = bh / f.H, h = bh % f.H, q0 = (it % f.nqb) * BQ, mq = imin(BQ, f.T - q0);
     In* out = slice<In>(p.dq, p.dq_stride, b, h);
     for (int64_t t = q0; t < q0 + mq; ++t) {
-      float* first = f.dq_partial(b, h, 0) + t * D;
+      float* first = f.lay.dq_direct ? slice<float>(p.dq, p.dq_stride, b, h) + t * p.dq_stride.seq
+                                     : f.dq_partial(b, h, 0) + t * D;
       for (int64_t s = 1; s < f.lay.nsplit; ++s) {
         const float* other = f.dq_partial(b, h, s) + t * D;
         for (int64_t d = 0; d < D; d += kLanes) {

@@ -24,16 +24,16 @@ struct ForwardLayout {
 
 struct BackwardLayout {
   int64_t nsplit = 1;       // key blocks of one (b, h) are split over this many work items
-  bool dq_direct = true;    // accumulate straight into dq (fp32 output, one split)
-  int64_t dq_partial = -1;  // nsplit x (B, H, T, D) when nsplit > 1
+  bool dq_direct = true;    // split 0 sums straight into dq (fp32 output)
+  int64_t n_partial = 0;    // the other splits' fp32 dq sums (all splits' for bf16), when nsplit > 1
+  int64_t dq_partial = -1;  // n_partial x (B, H, T, D)
   // Per thread, for the (b, h) it works on, offsets from the thread's base:
-  int64_t rows = 0;         // dense fp32 q, k, v, dout, 4 x T x pad16(D)
-  int64_t rows_bf16 = -1;   // bf16 only: dense bf16 k and v, 2 x T x pad16(D) bf16
+  int64_t rows = 0;         // dense fp32 q and dout rows, 2 x T x pad16(D)
   int64_t q_packed = 0;     // per query block: D x kBlockQ, transposed (and scaled)
   int64_t dout_packed = 0;  // the same for dout
   int64_t delta = 0;        // T: rowsum(dout * o)
   int64_t dq_acc = -1;      // bf16 with one split: fp32 dq sums, T x D
-  int64_t tiles = 0;        // P and dS tiles, dK and dV accumulators
+  int64_t tiles = 0;        // P and dS tiles, dK and dV sums, dense k and v tiles (+ bf16 k, v)
   int64_t per_thread = 0;
   int64_t scratch = 0;      // start of the per-thread regions
   int64_t total = 0;
