@@ -18,6 +18,7 @@
 #include "cpu/attention_cpu.h"
 #include "prism/attention/allocation_tracker.h"
 #include "prism/attention/attention.h"
+#include "prism/attention/fused.h"
 #include "prism/error.h"
 
 namespace prism::cli {
@@ -106,7 +107,7 @@ double now_ms(bool cpu_clock) {
 // All back ends of one case, run in turns (warm-up round first, then `repeat`
 // timed rounds) so that load from other processes spreads over all of them.
 std::map<std::string, Measure> measure(const Case& c, const std::vector<std::string>& backends, int repeat,
-                                       double reference_limit_gib, bool cpu_clock) {
+                                       double reference_limit_gib, bool cpu_clock, kernels::cpu::Isa isa) {
   std::map<std::string, Measure> res;
   std::vector<std::string> active;
   for (const auto& b : backends) {
@@ -132,7 +133,15 @@ std::map<std::string, Measure> measure(const Case& c, const std::vector<std::str
       attention::PeakAllocationScope scope;
       const double t0 = now_ms(cpu_clock);
       {
-        auto out = attention::causal_attention(q, k, v, opt);
+        attention::Output out;
+        if (opt.backend == attention::Backend::Fused) {
+          attention::FusedOptions f;
+          f.want_distance = opt.want_distance;
+          f.isa = isa;
+          out = attention::fused_attention(q, k, v, f);
+        } else {
+          out = attention::causal_attention(q, k, v, opt);
+        }
         out.out.backward(dout);
       }
       const double ms = now_ms(cpu_clock) - t0;
@@ -171,6 +180,8 @@ int run(const std::vector<std::string>& args) {
         ("threads", po::value<int>()->default_value(0), "intra-op threads (0: all cores)")
         ("reference-limit-gib", po::value<double>()->default_value(6.0),
          "skip the reference where its T x T buffers would exceed this")
+        ("fused-isa", po::value<std::string>()->default_value(""),
+         "code path of the fused kernel: scalar, avx512, avx512_bf16 (default: the best this CPU has)")
         ("clock", po::value<std::string>()->default_value("wall"),
          "wall, or cpu (process CPU time: steadier on a shared machine with --threads 1)");
     po::variables_map vm;
@@ -189,6 +200,18 @@ int run(const std::vector<std::string>& args) {
       if (width % D != 0)
         throw Error(fmt::format("head dim {} does not divide --width {}", D, width), "command line",
                     "use head dims that divide the width, e.g. 64,128,256 for 768");
+    auto isa = kernels::cpu::best_isa();
+    if (const auto name = vm["fused-isa"].as<std::string>(); !name.empty()) {
+      std::vector<std::string> names;
+      for (auto i : {kernels::cpu::Isa::Scalar, kernels::cpu::Isa::Avx512, kernels::cpu::Isa::Avx512Bf16}) {
+        names.push_back(kernels::cpu::isa_name(i));
+        if (name == names.back()) isa = i;
+      }
+      require_known({name}, names, "fused-isa");
+      if (!kernels::cpu::isa_supported(isa))
+        throw Error(fmt::format("this CPU lacks the {} instructions", name), "--fused-isa",
+                    fmt::format("use --fused-isa {}", kernels::cpu::isa_name(kernels::cpu::best_isa())));
+    }
     const std::string clock = vm["clock"].as<std::string>();
     require_known({clock}, std::vector<std::string>{"wall", "cpu"}, "clock");
     const bool cpu_clock = clock == "cpu";
@@ -200,7 +223,7 @@ int run(const std::vector<std::string>& args) {
     std::cout << "prism bench attention: causal self-attention of one layer, forward + backward\n"
               << "machine: " << machine_description() << "\n"
               << fmt::format("fused kernel: {} code path, {} threads (set with --threads; default all cores)\n",
-                             kernels::cpu::isa_name(kernels::cpu::best_isa()), torch::get_num_threads())
+                             kernels::cpu::isa_name(isa), torch::get_num_threads())
               << fmt::format("shape: width {}, H = {} / D heads, B = max(1, {} / T) sequences; q, k, v strided views "
                              "of one (B, T, 3, H, D) tensor\n",
                              width, width, tokens)
@@ -219,7 +242,7 @@ int run(const std::vector<std::string>& args) {
       for (auto D : Ds)
         for (const auto& dt : dtypes) {
           const Case c{std::max<int64_t>(1, tokens / T), T, width / D, D, dt == "bf16" ? torch::kBFloat16 : torch::kFloat};
-          auto res = measure(c, backends, repeat, vm["reference-limit-gib"].as<double>(), cpu_clock);
+          auto res = measure(c, backends, repeat, vm["reference-limit-gib"].as<double>(), cpu_clock, isa);
           const Measure none;
           const Measure& sdpa = res.count("sdpa") ? res["sdpa"] : none;
           const Measure& ref = res.count("reference") ? res["reference"] : none;

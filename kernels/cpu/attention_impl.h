@@ -25,9 +25,16 @@ constexpr float kLog2e = 1.44269504088896341f;
 constexpr float kLn2 = 0.69314718055994531f;
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr int64_t BQ = kBlockQ, BK = kBlockK;
+#if defined(__AVX512F__)
+// 6 x 64 floats: 24 zmm accumulators, 4 for B, 1 broadcast.
 constexpr int kMR = 6;  // rows of a register tile
-constexpr int kNV = 4;  // vectors per row of a register tile (64 floats)
-static_assert(BQ % kLanes == 0 && BQ == 16 * kNV, "a query block is one register-tile row wide");
+constexpr int kNV = 4;  // vectors per row of a register tile
+#else
+// The portable build has 16 SSE registers: a 2 x 16 tile keeps its accumulators in them.
+constexpr int kMR = 2;
+constexpr int kNV = 1;
+#endif
+static_assert(BQ % kLanes == 0 && BQ % (kLanes * kNV) == 0, "a query block is whole register-tile rows wide");
 
 inline int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -107,11 +114,26 @@ inline void micro_tile(int64_t K, const float* a, int64_t a_rs, int64_t a_cs, co
 template <int MR>
 inline void tile_rows(int nv, int64_t K, const float* a, int64_t a_rs, int64_t a_cs, const float* b, int64_t ldb,
                       float* c, int64_t ldc, bool accumulate, const float* row_scale, Mask last) {
-  switch (nv) {
-    case 1: return micro_tile<MR, 1>(K, a, a_rs, a_cs, b, ldb, c, ldc, accumulate, row_scale, last);
-    case 2: return micro_tile<MR, 2>(K, a, a_rs, a_cs, b, ldb, c, ldc, accumulate, row_scale, last);
-    case 3: return micro_tile<MR, 3>(K, a, a_rs, a_cs, b, ldb, c, ldc, accumulate, row_scale, last);
-    default: return micro_tile<MR, 4>(K, a, a_rs, a_cs, b, ldb, c, ldc, accumulate, row_scale, last);
+  if constexpr (kNV == 1) {
+    (void)nv;
+    return micro_tile<MR, 1>(K, a, a_rs, a_cs, b, ldb, c, ldc, accumulate, row_scale, last);
+  } else {
+    switch (nv) {
+      case 1: return micro_tile<MR, 1>(K, a, a_rs, a_cs, b, ldb, c, ldc, accumulate, row_scale, last);
+      case 2: return micro_tile<MR, 2>(K, a, a_rs, a_cs, b, ldb, c, ldc, accumulate, row_scale, last);
+      case 3: return micro_tile<MR, 3>(K, a, a_rs, a_cs, b, ldb, c, ldc, accumulate, row_scale, last);
+      default: return micro_tile<MR, 4>(K, a, a_rs, a_cs, b, ldb, c, ldc, accumulate, row_scale, last);
+    }
+  }
+}
+
+// A register tile of exactly `rows` (< kMR) rows.
+template <int R = kMR - 1>
+inline void tail_rows(int64_t rows, int nv, int64_t K, const float* a, int64_t a_rs, int64_t a_cs, const float* b,
+                      int64_t ldb, float* c, int64_t ldc, bool accumulate, const float* row_scale, Mask last) {
+  if constexpr (R >= 1) {
+    if (rows == R) return tile_rows<R>(nv, K, a, a_rs, a_cs, b, ldb, c, ldc, accumulate, row_scale, last);
+    tail_rows<R - 1>(rows, nv, K, a, a_rs, a_cs, b, ldb, c, ldc, accumulate, row_scale, last);
   }
 }
 
@@ -126,14 +148,9 @@ inline void gemm_panel(int64_t M, int64_t N, int64_t K, const float* a, int64_t 
     auto at = [&](int64_t m) { return row_scale ? row_scale + m : nullptr; };
     for (; m0 + kMR <= M; m0 += kMR)
       tile_rows<kMR>(nv, K, a + m0 * a_rs, a_rs, a_cs, b + n0, ldb, c + m0 * ldc + n0, ldc, accumulate, at(m0), last);
-    switch (M - m0) {
-      case 0: break;
-      case 1: tile_rows<1>(nv, K, a + m0 * a_rs, a_rs, a_cs, b + n0, ldb, c + m0 * ldc + n0, ldc, accumulate, at(m0), last); break;
-      case 2: tile_rows<2>(nv, K, a + m0 * a_rs, a_rs, a_cs, b + n0, ldb, c + m0 * ldc + n0, ldc, accumulate, at(m0), last); break;
-      case 3: tile_rows<3>(nv, K, a + m0 * a_rs, a_rs, a_cs, b + n0, ldb, c + m0 * ldc + n0, ldc, accumulate, at(m0), last); break;
-      case 4: tile_rows<4>(nv, K, a + m0 * a_rs, a_rs, a_cs, b + n0, ldb, c + m0 * ldc + n0, ldc, accumulate, at(m0), last); break;
-      default: tile_rows<5>(nv, K, a + m0 * a_rs, a_rs, a_cs, b + n0, ldb, c + m0 * ldc + n0, ldc, accumulate, at(m0), last); break;
-    }
+    if (m0 < M)  // the last M - m0 < kMR rows
+      tail_rows(M - m0, nv, K, a + m0 * a_rs, a_rs, a_cs, b + n0, ldb, c + m0 * ldc + n0, ldc, accumulate, at(m0),
+                last);
   }
 }
 

@@ -165,9 +165,10 @@ PRISM_VEC_BINOP(+)
 PRISM_VEC_BINOP(-)
 PRISM_VEC_BINOP(*)
 #undef PRISM_VEC_BINOP
+// a * b + c with two roundings: std::fma is a libm call on CPUs without FMA.
 inline Vec vfmadd(Vec a, Vec b, Vec c) {
   Vec r;
-  for (int i = 0; i < kLanes; ++i) r.v[i] = std::fma(a.v[i], b.v[i], c.v[i]);
+  for (int i = 0; i < kLanes; ++i) r.v[i] = a.v[i] * b.v[i] + c.v[i];
   return r;
 }
 inline Vec vmax(Vec a, Vec b) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "attention/attention_testing.h"
+#include "cpu/attention_cpu.h"
 #include "prism/attention/attention.h"
 #include "prism/error.h"
 #include "prism/model/gpt.h"
@@ -40,15 +41,16 @@ void require_error(F&& f, const std::vector<std::string>& fragments) {
 
 }  // namespace
 
-TEST_CASE("auto picks the fused kernel on the CPU for fp32 and bf16 without dropout", "[attention]") {
+TEST_CASE("auto picks the fused kernel on an AVX-512 CPU for fp32 and bf16 without dropout", "[attention]") {
+  const bool fast = kernels::cpu::best_isa() != kernels::cpu::Isa::Scalar;
+  if (!fast) WARN("no AVX-512 on this CPU: auto is expected to pick SDPA / the reference");
   for (auto dtype : {torch::kFloat, torch::kBFloat16})
-    for (bool distance : {false, true}) {
-      CHECK(attention::resolve_backend(opts(Backend::Auto, distance), q_of(dtype)) == Backend::Fused);
-      CHECK(attention::resolve_backend(opts(Backend::Auto, distance), q_of(dtype, 512)) == Backend::Fused);
-    }
-  // Wider heads than the measured range: fused still serves distance, SDPA the rest.
-  CHECK(attention::resolve_backend(opts(Backend::Auto, false), q_of(torch::kFloat, 768)) == Backend::Sdpa);
-  CHECK(attention::resolve_backend(opts(Backend::Auto, true), q_of(torch::kFloat, 768)) == Backend::Fused);
+    for (int64_t D : {16, 64, 512, 768})
+      for (bool distance : {false, true}) {
+        INFO(c10::toString(dtype) << " D=" << D << " distance " << distance);
+        const Backend expected = fast ? Backend::Fused : distance ? Backend::Reference : Backend::Sdpa;
+        CHECK(attention::resolve_backend(opts(Backend::Auto, distance), q_of(dtype, D)) == expected);
+      }
 }
 
 TEST_CASE("auto avoids the fused kernel with dropout or other dtypes", "[attention]") {
