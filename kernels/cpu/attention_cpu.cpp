@@ -75,6 +75,7 @@ ForwardLayout forward_layout(const AttentionForwardParams& p, int num_threads) {
   l.out_acc = take(top, kBlockQ * dp);
   l.row_stats = take(top, 4 * kBlockQ);
   l.kv_tiles = take(top, 2 * kBlockK * dp);
+  l.p_pairs = take(top, kBlockK * kBlockQ / 2);
   l.per_thread = top;
   l.total = top * num_threads;
   return l;
@@ -100,6 +101,7 @@ BackwardLayout backward_layout(const AttentionBackwardParams& p, int num_threads
   l.delta = take(t, nqb * kBlockQ);
   if (p.dtype == DType::BF16 && l.nsplit == 1) l.dq_acc = take(t, T * D);
   l.tiles = take(t, 2 * kBlockK * kBlockQ + 4 * kBlockK * dp + kBlockK * dp);
+  l.pair_tiles = take(t, 3 * kBlockK * kBlockQ / 2);
   l.per_thread = t;
   l.total = top + t * num_threads;
   return l;

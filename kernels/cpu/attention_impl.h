@@ -168,11 +168,14 @@ inline void gemm(int64_t M, int64_t N, int64_t K, const float* a, int64_t a_rs, 
   }
 }
 
-// Products whose operands are both bf16 inputs (q k^T and dout v^T in the bf16
-// path) use the AVX512-BF16 pair dot product: exact products of two bf16
-// pairs summed into fp32, twice the work per instruction of an fp32 FMA.
-// A rows hold bf16 pairs along the contraction; B is "pair-packed": for pair
-// p, the 64 columns' (x[2p], x[2p+1]) in 32-bit lanes.
+// The bf16 path multiplies with the AVX512-BF16 pair dot product: exact
+// products of two bf16 pairs summed into fp32, twice the work per instruction
+// of an fp32 FMA. Score products take the bf16 inputs as they are; products
+// with probabilities or dS round those to bf16 first, as FlashAttention does
+// (their sums, the row statistics and every accumulator stay fp32).
+// Operands are "pair-packed" along the contraction: A's pair (r, k) is two
+// adjacent bf16 at a + r a_rs + k a_ps; B's pair row k holds, for column n,
+// the pair (x[2k][n], x[2k + 1][n]) at b + k ldb + 2n.
 template <typename In>
 constexpr bool use_pair_dot() {
 #if defined(__AVX512BF16__)
@@ -183,64 +186,138 @@ constexpr bool use_pair_dot() {
 }
 
 #if defined(__AVX512BF16__)
-template <int MR>
-inline void pair_tile(int64_t pairs, const uint16_t* a, int64_t a_rs, const uint16_t* b, float* c, int64_t ldc,
-                      bool accumulate) {
-  __m512 acc[MR][kNV];
+template <int MR, int NV>
+inline void pair_micro(int64_t pairs, const uint16_t* a, int64_t a_rs, int64_t a_ps, const uint16_t* b, int64_t ldb,
+                       float* c, int64_t ldc, bool accumulate, const float* row_scale, Mask last) {
+  __m512 acc[MR][NV];
 #pragma GCC unroll 8
   for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 4
-    for (int v = 0; v < kNV; ++v)
-      acc[r][v] = accumulate ? _mm512_loadu_ps(c + r * ldc + kLanes * v) : _mm512_setzero_ps();
+    for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_setzero_ps();
   for (int64_t k = 0; k < pairs; ++k) {
-    const uint16_t* bk = b + k * 2 * BQ;
-    __m512bh bv[kNV];
+    const uint16_t* bk = b + k * ldb;
+    __m512bh bv[NV];
 #pragma GCC unroll 4
-    for (int v = 0; v < kNV; ++v) bv[v] = (__m512bh)_mm512_loadu_si512(bk + 2 * kLanes * v);
+    for (int v = 0; v < NV; ++v)
+      bv[v] = (__m512bh)(v + 1 < NV ? _mm512_loadu_si512(bk + 2 * kLanes * v)
+                                    : _mm512_maskz_loadu_epi32(last, bk + 2 * kLanes * v));
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
       uint32_t pair;
-      std::memcpy(&pair, a + r * a_rs + 2 * k, 4);
+      std::memcpy(&pair, a + r * a_rs + k * a_ps, 4);
       const __m512bh av = (__m512bh)_mm512_set1_epi32(static_cast<int>(pair));
 #pragma GCC unroll 4
-      for (int v = 0; v < kNV; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], av, bv[v]);
+      for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], av, bv[v]);
     }
   }
 #pragma GCC unroll 8
-  for (int r = 0; r < MR; ++r)
+  for (int r = 0; r < MR; ++r) {
+    float* cr = c + r * ldc;
+    if (accumulate) {
+      const __m512 s = _mm512_set1_ps(row_scale ? row_scale[r] : 1.0f);
 #pragma GCC unroll 4
-    for (int v = 0; v < kNV; ++v) _mm512_storeu_ps(c + r * ldc + kLanes * v, acc[r][v]);
-}
-
-// C[M x BQ] = A[M x 2 pairs] B, A rows bf16 (a_rs apart, zero-padded to even
-// length); K-blocked like gemm(), in panels of kKc pairs (16 KiB).
-inline void pair_gemm(int64_t M, int64_t pairs, const uint16_t* a, int64_t a_rs, const uint16_t* b, float* c,
-                      int64_t ldc) {
-  for (int64_t p0 = 0; p0 < pairs; p0 += kKc) {
-    const int64_t np = imin(kKc, pairs - p0);
-    const uint16_t* ap = a + 2 * p0;
-    const uint16_t* bp = b + 2 * p0 * BQ;
-    const bool acc = p0 > 0;
-    int64_t m0 = 0;
-    for (; m0 + kMR <= M; m0 += kMR) pair_tile<kMR>(np, ap + m0 * a_rs, a_rs, bp, c + m0 * ldc, ldc, acc);
-    switch (M - m0) {
-      case 0: break;
-      case 1: pair_tile<1>(np, ap + m0 * a_rs, a_rs, bp, c + m0 * ldc, ldc, acc); break;
-      case 2: pair_tile<2>(np, ap + m0 * a_rs, a_rs, bp, c + m0 * ldc, ldc, acc); break;
-      case 3: pair_tile<3>(np, ap + m0 * a_rs, a_rs, bp, c + m0 * ldc, ldc, acc); break;
-      case 4: pair_tile<4>(np, ap + m0 * a_rs, a_rs, bp, c + m0 * ldc, ldc, acc); break;
-      default: pair_tile<5>(np, ap + m0 * a_rs, a_rs, bp, c + m0 * ldc, ldc, acc); break;
+      for (int v = 0; v < NV; ++v) {
+        const __m512 old = v + 1 < NV ? _mm512_loadu_ps(cr + kLanes * v) : _mm512_maskz_loadu_ps(last, cr + kLanes * v);
+        acc[r][v] = _mm512_fmadd_ps(old, s, acc[r][v]);
+      }
+    }
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      if (v + 1 < NV)
+        _mm512_storeu_ps(cr + kLanes * v, acc[r][v]);
+      else
+        _mm512_mask_storeu_ps(cr + kLanes * v, last, acc[r][v]);
     }
   }
 }
+
+template <int MR>
+inline void pair_rows(int nv, int64_t pairs, const uint16_t* a, int64_t a_rs, int64_t a_ps, const uint16_t* b,
+                      int64_t ldb, float* c, int64_t ldc, bool accumulate, const float* row_scale, Mask last) {
+  switch (nv) {
+    case 1: return pair_micro<MR, 1>(pairs, a, a_rs, a_ps, b, ldb, c, ldc, accumulate, row_scale, last);
+    case 2: return pair_micro<MR, 2>(pairs, a, a_rs, a_ps, b, ldb, c, ldc, accumulate, row_scale, last);
+    case 3: return pair_micro<MR, 3>(pairs, a, a_rs, a_ps, b, ldb, c, ldc, accumulate, row_scale, last);
+    default: return pair_micro<MR, 4>(pairs, a, a_rs, a_ps, b, ldb, c, ldc, accumulate, row_scale, last);
+  }
+}
+
+template <int R = kMR - 1>
+inline void pair_tail_rows(int64_t rows, int nv, int64_t pairs, const uint16_t* a, int64_t a_rs, int64_t a_ps,
+                           const uint16_t* b, int64_t ldb, float* c, int64_t ldc, bool accumulate,
+                           const float* row_scale, Mask last) {
+  if constexpr (R >= 1) {
+    if (rows == R) return pair_rows<R>(nv, pairs, a, a_rs, a_ps, b, ldb, c, ldc, accumulate, row_scale, last);
+    pair_tail_rows<R - 1>(rows, nv, pairs, a, a_rs, a_ps, b, ldb, c, ldc, accumulate, row_scale, last);
+  }
+}
+
+// C[M x N] = (accumulate ? diag(row_scale) C : 0) + A B over `pairs` pairs of
+// the contraction; K-blocked like gemm() in panels of kKc pairs.
+inline void pair_gemm(int64_t M, int64_t N, int64_t pairs, const uint16_t* a, int64_t a_rs, int64_t a_ps,
+                      const uint16_t* b, int64_t ldb, float* c, int64_t ldc, bool accumulate,
+                      const float* row_scale) {
+  for (int64_t p0 = 0; p0 < pairs; p0 += kKc) {
+    const int64_t np = imin(kKc, pairs - p0);
+    const bool acc = p0 > 0 || accumulate;
+    const float* rs = p0 > 0 ? nullptr : row_scale;
+    const uint16_t* ap = a + p0 * a_ps;
+    const uint16_t* bp = b + p0 * ldb;
+    for (int64_t n0 = 0; n0 < N; n0 += kLanes * kNV) {
+      const int64_t nn = imin(kLanes * kNV, N - n0);
+      const int nv = static_cast<int>(ceil_div(nn, kLanes));
+      const Mask last = tail_mask(nn - kLanes * (nv - 1));
+      int64_t m0 = 0;
+      for (; m0 + kMR <= M; m0 += kMR)
+        pair_rows<kMR>(nv, np, ap + m0 * a_rs, a_rs, a_ps, bp + 2 * n0, ldb, c + m0 * ldc + n0, ldc, acc,
+                       rs ? rs + m0 : nullptr, last);
+      if (m0 < M)
+        pair_tail_rows(M - m0, nv, np, ap + m0 * a_rs, a_rs, a_ps, bp + 2 * n0, ldb, c + m0 * ldc + n0, ldc, acc,
+                       rs ? rs + m0 : nullptr, last);
+    }
+  }
+}
+
+// [a0 .. a15 | b0 .. b15] (bf16) -> [a0 b0 a1 b1 .. a15 b15]
+inline __m512i interleave_halves(__m512i x) {
+  alignas(64) static const uint16_t idx[32] = {0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
+                                               8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+  return _mm512_permutexvar_epi16(_mm512_load_si512(idx), x);
+}
+// Pairs (lo[n], hi[n]) of two fp32 rows, rounded to bf16, for the lanes in m.
+inline void store_pairs(uint16_t* dst, Vec lo, Vec hi, Mask m) {
+  const __m512i h = (__m512i)_mm512_cvtne2ps_pbh(hi.v, lo.v);  // low half: lo
+  _mm512_mask_storeu_epi32(dst, m, interleave_halves(h));
+}
+// Pairs (r0[n], r1[n]) of two bf16 rows; r1 may be null (zeros).
+inline void store_pairs(uint16_t* dst, const uint16_t* r0, const uint16_t* r1, Mask m) {
+  const __m256i a = _mm256_maskz_loadu_epi16(m, r0);
+  const __m256i b = r1 ? _mm256_maskz_loadu_epi16(m, r1) : _mm256_setzero_si256();
+  _mm512_mask_storeu_epi32(dst, m, interleave_halves(_mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1)));
+}
+// Pair-packs rows [t0, t0 + n) of a bf16 slice along the rows, for pair_gemm's
+// B: pair row k of `out` (ld = out_ld) pairs rows t0 + 2k and t0 + 2k + 1;
+// rows at or past n count as zeros.
+inline void pair_pack_rows(const uint16_t* x, int64_t ld, int64_t t0, int64_t n, int64_t D, uint16_t* out,
+                           int64_t out_ld) {
+  for (int64_t k = 0; 2 * k < n; ++k) {
+    const uint16_t* r0 = x + (t0 + 2 * k) * ld;
+    const uint16_t* r1 = 2 * k + 1 < n ? r0 + ld : nullptr;
+    for (int64_t d = 0; d < D; d += kLanes) store_pairs(out + k * out_ld + 2 * d, r0 + d, r1 ? r1 + d : nullptr,
+                                                        tail_mask(D - d));
+  }
+}
 #else
-// Not compiled for this ISA: use_pair_dot() is false, so this is never called.
-inline void pair_gemm(int64_t, int64_t, const uint16_t*, int64_t, const uint16_t*, float*, int64_t) {}
+// Not compiled for this ISA: use_pair_dot() is false, so these are never called.
+inline void pair_gemm(int64_t, int64_t, int64_t, const uint16_t*, int64_t, int64_t, const uint16_t*, int64_t, float*,
+                      int64_t, bool, const float*) {}
+inline void store_pairs(uint16_t*, Vec, Vec, Mask) {}
+inline void pair_pack_rows(const uint16_t*, int64_t, int64_t, int64_t, int64_t, uint16_t*, int64_t) {}
 #endif
 
-// Pair-packs rows [t0, t0 + n) of a bf16 (b, h) slice for pair_gemm's B: pair
-// p of column i at out[(p BQ + i) 2]; columns past n and a last odd element's
-// partner are zero.
+// Pair-packs rows [t0, t0 + n) of a bf16 (b, h) slice along D, transposed, for
+// the score products' B: pair p of column i at out[(p BQ + i) 2]; columns past
+// n and a last odd element's partner are zero.
 inline void pair_pack(const uint16_t* x, int64_t ld, int64_t t0, int64_t n, int64_t D, uint16_t* out) {
   const int64_t pairs = (D + 1) / 2;
   for (int64_t i = 0; i < BQ; ++i) {
@@ -341,6 +418,8 @@ void forward_item(const Forward<In>& f, int64_t b, int64_t h, int64_t qb, float*
   float* alpha = dacc + BQ;                  // rescale factor of this step
   float* kbuf = thread_ws + f.lay.kv_tiles;  // BK x Dp each: dense fp32 k and v tiles
   float* vbuf = kbuf + BK * Dp;
+  // bf16 path: probabilities as bf16 pairs of key rows, (BK / 2) x BQ pairs.
+  auto* p_pairs = reinterpret_cast<uint16_t*>(thread_ws + f.lay.p_pairs);
   const bool want_dist = p.distance != nullptr;
 
   const In* q = slice<In>(p.q, p.q_stride, b, h);
@@ -375,12 +454,12 @@ void forward_item(const Forward<In>& f, int64_t b, int64_t h, int64_t qb, float*
     if constexpr (pairs) {
       auto* kb16 = reinterpret_cast<uint16_t*>(kbuf);
       dense_rows_bf16(reinterpret_cast<const uint16_t*>(k_in), p.k_stride.seq, k0, mk, D, kb16);
-      pair_gemm(mk, (D + 1) / 2, kb16, Dp, reinterpret_cast<const uint16_t*>(qt), st, BQ);
+      pair_gemm(mk, BQ, (D + 1) / 2, kb16, Dp, 2, reinterpret_cast<const uint16_t*>(qt), 2 * BQ, st, BQ, false,
+                nullptr);
     } else {
       const Rows K = dense_rows(k_in, p.k_stride.seq, k0, mk, D, kbuf);
       gemm(mk, BQ, D, K.base, K.ld, 1, qt, BQ, st, BQ, false, nullptr);
     }
-    const Rows V = dense_rows(v_in, p.v_stride.seq, k0, mk, D, vbuf);
     const bool diag = k0 + mk - 1 > q0;  // some key of the tile is after some query
     const Vec ss = vset(score_scale);
     for (int64_t iv = 0; iv < BQ; iv += kLanes) {
@@ -400,27 +479,35 @@ void forward_item(const Forward<In>& f, int64_t b, int64_t h, int64_t qb, float*
       }
       const Vec al = vexp2(m_old - mx);
       Vec ls = vzero(), ds = vzero();
-      if (want_dist) {
-        for (int64_t j = 0; j < mk; ++j) {
-          const Vec pj = vexp2(vload(s + j * BQ) - mx);
-          vstore(s + j * BQ, pj);
-          ls = ls + pj;
-          ds = vfmadd(pj, vset(static_cast<float>(k0 + j)), ds);
-        }
-        vstore(dacc + iv, vfmadd(vload(dacc + iv), al, ds));
-      } else {
-        for (int64_t j = 0; j < mk; ++j) {
-          const Vec pj = vexp2(vload(s + j * BQ) - mx);
-          vstore(s + j * BQ, pj);
-          ls = ls + pj;
+      // Two key rows at a time: the bf16 path stores them as pairs for P V.
+      for (int64_t j = 0; j < mk; j += 2) {
+        const bool two = j + 1 < mk;
+        const Vec p0 = vexp2(vload(s + j * BQ) - mx);
+        const Vec p1 = two ? vexp2(vload(s + (j + 1) * BQ) - mx) : vzero();
+        ls = ls + p0 + p1;
+        if (want_dist)
+          ds = vfmadd(p0, vset(static_cast<float>(k0 + j)), vfmadd(p1, vset(static_cast<float>(k0 + j + 1)), ds));
+        if constexpr (pairs) {
+          store_pairs(p_pairs + ((j / 2) * BQ + iv) * 2, p0, p1, tail_mask(kLanes));
+        } else {
+          vstore(s + j * BQ, p0);
+          if (two) vstore(s + (j + 1) * BQ, p1);
         }
       }
+      if (want_dist) vstore(dacc + iv, vfmadd(vload(dacc + iv), al, ds));
       vstore(m + iv, mx);
       vstore(l + iv, vfmadd(vload(l + iv), al, ls));
       vstore(alpha + iv, al);
     }
     // acc = diag(alpha) acc + P V, with P read from the transposed tile.
-    gemm(mq, D, mk, st, 1, BQ, V.base, V.ld, acc, Dp, k0 > 0, alpha);
+    if constexpr (pairs) {
+      auto* vp = reinterpret_cast<uint16_t*>(vbuf);
+      pair_pack_rows(reinterpret_cast<const uint16_t*>(v_in), p.v_stride.seq, k0, mk, D, vp, 2 * Dp);
+      pair_gemm(mq, D, (mk + 1) / 2, p_pairs, 2, 2 * BQ, vp, 2 * Dp, acc, Dp, k0 > 0, alpha);
+    } else {
+      const Rows V = dense_rows(v_in, p.v_stride.seq, k0, mk, D, vbuf);
+      gemm(mq, D, mk, st, 1, BQ, V.base, V.ld, acc, Dp, k0 > 0, alpha);
+    }
   }
 
   In* o = slice<In>(p.o, p.o_stride, b, h);
@@ -472,9 +559,10 @@ struct Backward {
 };
 
 // One (b, h) and one split of its key blocks: dK, dV per key block, dQ summed
-// over them. The prologue copies the (b, h)'s q and dout into dense fp32 rows
-// and packs them transposed (the operands every key block reuses) and computes
-// delta = rowsum(dout * o); k and v are packed a key block at a time.
+// over them. The prologue lays out the (b, h)'s q and dout for the products
+// every key block repeats (transposed for the score products; as dense fp32
+// rows, or bf16 row pairs, for dK and dV) and computes delta = rowsum(dout o);
+// k and v are laid out a key block at a time.
 template <typename In, int kD>
 void backward_item(const Backward<In>& f, int64_t b, int64_t h, int64_t split, float* th) {
   const auto& p = f.p;
@@ -486,26 +574,34 @@ void backward_item(const Backward<In>& f, int64_t b, int64_t h, int64_t split, f
   const In* v_in = slice<In>(p.v, p.v_stride, b, h);
   const In* g_in = slice<In>(p.dout, p.dout_stride, b, h);
   const In* o_in = slice<In>(p.o, p.o_stride, b, h);
+  // bf16 views of the same inputs, for the pair path only.
+  const auto* q16 = reinterpret_cast<const uint16_t*>(q_in);
+  const auto* k16_in = reinterpret_cast<const uint16_t*>(k_in);
+  const auto* v16_in = reinterpret_cast<const uint16_t*>(v_in);
+  const auto* g16 = reinterpret_cast<const uint16_t*>(g_in);
 
   float* q_packed = th + f.lay.q_packed;
   float* dout_packed = th + f.lay.dout_packed;
   float* delta = th + f.lay.delta;
   const float c = p.scale * kLog2e;
-  // Dense fp32 q and dout rows of the (b, h): the B operands of dK += dS^T q
-  // and dV += P^T dout for every key block.
+  // The B operands of dK += dS^T q and dV += P^T dout: dense fp32 rows, or
+  // (bf16 path) pairs of rows, ld 2 Dp.
   float* q_rows = th + f.lay.rows;
-  float* g_rows = q_rows + T * Dp;
+  float* g_rows = q_rows + f.nqb * BQ * Dp;
+  auto* q_pairs = reinterpret_cast<uint16_t*>(q_rows);
+  auto* g_pairs = reinterpret_cast<uint16_t*>(g_rows);
   for (int64_t qb = first_q; qb < f.nqb; ++qb) {
     const int64_t q0 = qb * BQ, mq = imin(BQ, T - q0);
-    dense_rows(q_in, p.q_stride.seq, q0, mq, D, q_rows + q0 * Dp);
-    dense_rows(g_in, p.dout_stride.seq, q0, mq, D, g_rows + q0 * Dp);
     float* qt = q_packed + qb * D * BQ;
     float* dot = dout_packed + qb * D * BQ;
     if constexpr (pairs) {
-      pair_pack(reinterpret_cast<const uint16_t*>(q_in), p.q_stride.seq, q0, mq, D, reinterpret_cast<uint16_t*>(qt));
-      pair_pack(reinterpret_cast<const uint16_t*>(g_in), p.dout_stride.seq, q0, mq, D,
-                reinterpret_cast<uint16_t*>(dot));
+      pair_pack_rows(q16, p.q_stride.seq, q0, mq, D, q_pairs + q0 * Dp, 2 * Dp);
+      pair_pack_rows(g16, p.dout_stride.seq, q0, mq, D, g_pairs + q0 * Dp, 2 * Dp);
+      pair_pack(q16, p.q_stride.seq, q0, mq, D, reinterpret_cast<uint16_t*>(qt));
+      pair_pack(g16, p.dout_stride.seq, q0, mq, D, reinterpret_cast<uint16_t*>(dot));
     } else {
+      dense_rows(q_in, p.q_stride.seq, q0, mq, D, q_rows + q0 * Dp);
+      dense_rows(g_in, p.dout_stride.seq, q0, mq, D, g_rows + q0 * Dp);
       for (int64_t i = 0; i < BQ; ++i) {
         if (i < mq) {
           const float* qr = q_rows + (q0 + i) * Dp;
@@ -521,11 +617,11 @@ void backward_item(const Backward<In>& f, int64_t b, int64_t h, int64_t split, f
     }
     for (int64_t t = q0; t < q0 + mq; ++t) {
       Vec acc = vzero();
-      const float* gr = g_rows + t * Dp;
+      const In* gr = g_in + t * p.dout_stride.seq;
       const In* orow = o_in + t * p.o_stride.seq;
       for (int64_t d = 0; d < D; d += kLanes) {
         const Mask mk = tail_mask(D - d);
-        acc = vfmadd(vload(gr + d, mk), vload_in(orow + d, mk), acc);
+        acc = vfmadd(vload_in(gr + d, mk), vload_in(orow + d, mk), acc);
       }
       delta[t] = vsum(acc);
     }
@@ -547,10 +643,15 @@ void backward_item(const Backward<In>& f, int64_t b, int64_t h, int64_t split, f
   float* dst = pt + BK * BQ;     // BK x BQ: dP, then dS (scaled), transposed
   float* dk = dst + BK * BQ;     // BK x Dp: dK sums
   float* dv = dk + BK * Dp;      // BK x Dp: dV sums
-  float* ktile = dv + BK * Dp;   // BK x Dp: dense fp32 k rows of the key block
+  float* ktile = dv + BK * Dp;   // BK x Dp: dense fp32 k rows (bf16 path: k row pairs)
   float* vtile = ktile + BK * Dp;
-  auto* k16 = reinterpret_cast<uint16_t*>(vtile + BK * Dp);  // pair path: bf16 k and v rows
+  auto* k16 = reinterpret_cast<uint16_t*>(vtile + BK * Dp);  // bf16 path: dense bf16 k and v rows
   uint16_t* v16 = k16 + BK * Dp;
+  auto* k_pairs = reinterpret_cast<uint16_t*>(ktile);
+  // bf16 path: P^T and dS^T rounded to bf16 (A of dV, dK), dS^T as pairs of key rows (A of dQ).
+  auto* p16 = reinterpret_cast<uint16_t*>(th + f.lay.pair_tiles);
+  uint16_t* ds16 = p16 + BK * BQ;
+  uint16_t* ds_pairs = ds16 + BK * BQ;
   const float* lse = p.lse + (b * f.H + h) * T;
   In* dk_out = slice<In>(p.dk, p.dk_stride, b, h);
   In* dv_out = slice<In>(p.dv, p.dv_stride, b, h);
@@ -559,20 +660,24 @@ void backward_item(const Backward<In>& f, int64_t b, int64_t h, int64_t split, f
 
   for (int64_t kb = split; kb < f.nkb; kb += f.lay.nsplit) {
     const int64_t k0 = kb * BK, mk = imin(BK, T - k0);
-    const Rows K = dense_rows(k_in, p.k_stride.seq, k0, mk, D, ktile);
-    Rows V{nullptr, 0};
+    Rows K{nullptr, 0}, V{nullptr, 0};
     if constexpr (pairs) {
-      dense_rows_bf16(reinterpret_cast<const uint16_t*>(k_in), p.k_stride.seq, k0, mk, D, k16);
-      dense_rows_bf16(reinterpret_cast<const uint16_t*>(v_in), p.v_stride.seq, k0, mk, D, v16);
+      dense_rows_bf16(k16_in, p.k_stride.seq, k0, mk, D, k16);
+      dense_rows_bf16(v16_in, p.v_stride.seq, k0, mk, D, v16);
+      pair_pack_rows(k16_in, p.k_stride.seq, k0, mk, D, k_pairs, 2 * Dp);
     } else {
+      K = dense_rows(k_in, p.k_stride.seq, k0, mk, D, ktile);
       V = dense_rows(v_in, p.v_stride.seq, k0, mk, D, vtile);
     }
     // Query blocks before k0 / BQ see none of these keys: skipped.
     for (int64_t qb = k0 / BQ; qb < f.nqb; ++qb) {
       const int64_t q0 = qb * BQ, mq = imin(BQ, T - q0);
       if constexpr (pairs) {
-        pair_gemm(mk, (D + 1) / 2, k16, Dp, reinterpret_cast<const uint16_t*>(q_packed + qb * D * BQ), pt, BQ);
-        pair_gemm(mk, (D + 1) / 2, v16, Dp, reinterpret_cast<const uint16_t*>(dout_packed + qb * D * BQ), dst, BQ);
+        const int64_t np = (D + 1) / 2;
+        pair_gemm(mk, BQ, np, k16, Dp, 2, reinterpret_cast<const uint16_t*>(q_packed + qb * D * BQ), 2 * BQ, pt, BQ,
+                  false, nullptr);
+        pair_gemm(mk, BQ, np, v16, Dp, 2, reinterpret_cast<const uint16_t*>(dout_packed + qb * D * BQ), 2 * BQ, dst,
+                  BQ, false, nullptr);
       } else {
         gemm(mk, BQ, D, K.base, K.ld, 1, q_packed + qb * D * BQ, BQ, pt, BQ, false, nullptr);
         gemm(mk, BQ, D, V.base, V.ld, 1, dout_packed + qb * D * BQ, BQ, dst, BQ, false, nullptr);
@@ -583,17 +688,35 @@ void backward_item(const Backward<In>& f, int64_t b, int64_t h, int64_t split, f
         const Vec lse2 = vload(lse + q0 + iv, mv) * vset(kLog2e);
         const Vec dl = vload(delta + q0 + iv, mv);
         const Vec qi = viota(static_cast<float>(q0 + iv));
+        Vec ds_prev = vzero();
         for (int64_t j = 0; j < mk; ++j) {
           Vec pj = vexp2(vload(pt + j * BQ + iv) * ss - lse2);
           if (edge) pj = vkeep_between(pj, qi, static_cast<float>(k0 + j), static_cast<float>(T - 1), 0.0f);
-          vstore(pt + j * BQ + iv, pj);
-          vstore(dst + j * BQ + iv, pj * (vload(dst + j * BQ + iv) - dl) * scale);
+          const Vec ds = pj * (vload(dst + j * BQ + iv) - dl) * scale;
+          if constexpr (pairs) {
+            vstore_bf16(p16 + j * BQ + iv, pj, tail_mask(kLanes));
+            vstore_bf16(ds16 + j * BQ + iv, ds, tail_mask(kLanes));
+            if (j % 2 == 1 || j + 1 == mk)  // rows (j - 1, j), or the last row with a zero partner
+              store_pairs(ds_pairs + ((j / 2) * BQ + iv) * 2, j % 2 ? ds_prev : ds, j % 2 ? ds : vzero(),
+                          tail_mask(kLanes));
+            ds_prev = ds;
+          } else {
+            vstore(pt + j * BQ + iv, pj);
+            vstore(dst + j * BQ + iv, ds);
+          }
         }
       }
       const bool acc = qb > k0 / BQ;
-      gemm(mk, D, mq, pt, BQ, 1, g_rows + q0 * Dp, Dp, dv, Dp, acc, nullptr);           // dV += P^T dO
-      gemm(mk, D, mq, dst, BQ, 1, q_rows + q0 * Dp, Dp, dk, Dp, acc, nullptr);          // dK += dS^T Q
-      gemm(mq, D, mk, dst, 1, BQ, K.base, K.ld, dq.row(q0), dq.ld, true, nullptr);     // dQ += dS K
+      if constexpr (pairs) {
+        const int64_t iq = (mq + 1) / 2, jk = (mk + 1) / 2;
+        pair_gemm(mk, D, iq, p16, BQ, 2, g_pairs + q0 * Dp, 2 * Dp, dv, Dp, acc, nullptr);             // dV += P^T dO
+        pair_gemm(mk, D, iq, ds16, BQ, 2, q_pairs + q0 * Dp, 2 * Dp, dk, Dp, acc, nullptr);            // dK += dS^T Q
+        pair_gemm(mq, D, jk, ds_pairs, 2, 2 * BQ, k_pairs, 2 * Dp, dq.row(q0), dq.ld, true, nullptr);  // dQ += dS K
+      } else {
+        gemm(mk, D, mq, pt, BQ, 1, g_rows + q0 * Dp, Dp, dv, Dp, acc, nullptr);        // dV += P^T dO
+        gemm(mk, D, mq, dst, BQ, 1, q_rows + q0 * Dp, Dp, dk, Dp, acc, nullptr);       // dK += dS^T Q
+        gemm(mq, D, mk, dst, 1, BQ, K.base, K.ld, dq.row(q0), dq.ld, true, nullptr);  // dQ += dS K
+      }
     }
     for (int64_t j = 0; j < mk; ++j) {
       store_row(dk + j * Dp, dk_out + (k0 + j) * p.dk_stride.seq, D, 1.0f);

@@ -18,6 +18,7 @@ struct ForwardLayout {
   int64_t out_acc = 0;      // kBlockQ x pad16(D)
   int64_t row_stats = 0;    // 4 x kBlockQ
   int64_t kv_tiles = 0;     // dense fp32 k and v tiles, 2 x kBlockK x pad16(D)
+  int64_t p_pairs = 0;      // bf16 path: probabilities as bf16 pairs, kBlockK x kBlockQ bf16
   int64_t per_thread = 0;
   int64_t total = 0;        // floats
 };
@@ -28,12 +29,13 @@ struct BackwardLayout {
   int64_t n_partial = 0;    // the other splits' fp32 dq sums (all splits' for bf16), when nsplit > 1
   int64_t dq_partial = -1;  // n_partial x (B, H, T, D)
   // Per thread, for the (b, h) it works on, offsets from the thread's base:
-  int64_t rows = 0;         // dense fp32 q and dout rows, 2 x T x pad16(D)
+  int64_t rows = 0;         // dense fp32 q and dout rows (bf16 path: row pairs), 2 x T x pad16(D)
   int64_t q_packed = 0;     // per query block: D x kBlockQ, transposed (and scaled)
   int64_t dout_packed = 0;  // the same for dout
   int64_t delta = 0;        // T: rowsum(dout * o)
   int64_t dq_acc = -1;      // bf16 with one split: fp32 dq sums, T x D
   int64_t tiles = 0;        // P and dS tiles, dK and dV sums, dense k and v tiles (+ bf16 k, v)
+  int64_t pair_tiles = 0;   // bf16 path: P^T, dS^T and dS^T row pairs in bf16, 3 x kBlockK x kBlockQ bf16
   int64_t per_thread = 0;
   int64_t scratch = 0;      // start of the per-thread regions
   int64_t total = 0;
