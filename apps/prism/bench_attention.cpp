@@ -74,10 +74,24 @@ struct Case {
 
 struct Measure {
   bool ran = false;
-  std::string skipped;  // why not, when it did not run
-  double ms = 0.0;      // median forward + backward
+  std::string skipped;        // why not, when it did not run
+  std::vector<double> rounds;  // forward + backward per timed round, ms
+  double ms = 0.0;            // their median
   double peak_mib = 0.0;
 };
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+// Median over rounds of a's time over base's in the same round: back ends take
+// turns, so each ratio compares runs made under the same machine load.
+double paired_ratio(const Measure& a, const Measure& base) {
+  std::vector<double> r;
+  for (size_t i = 0; i < a.rounds.size() && i < base.rounds.size(); ++i) r.push_back(a.rounds[i] / base.rounds[i]);
+  return median(r);
+}
 
 attention::Options options_for(const std::string& backend) {
   attention::Options o;
@@ -125,7 +139,6 @@ std::map<std::string, Measure> measure(const Case& c, const std::vector<std::str
   auto q = qkv.select(2, 0).detach().requires_grad_();
   auto k = qkv.select(2, 1).detach().requires_grad_();
   auto v = qkv.select(2, 2).detach().requires_grad_();
-  std::map<std::string, std::vector<double>> times;
   for (int r = 0; r <= repeat; ++r) {  // round 0 warms up and measures memory
     for (const auto& b : active) {
       const auto opt = options_for(b);
@@ -148,13 +161,11 @@ std::map<std::string, Measure> measure(const Case& c, const std::vector<std::str
       if (r == 0)
         res[b].peak_mib = static_cast<double>(scope.extra_bytes()) / (1024.0 * 1024.0);
       else
-        times[b].push_back(ms);
+        res[b].rounds.push_back(ms);
     }
   }
   for (const auto& b : active) {
-    auto& t = times[b];
-    std::sort(t.begin(), t.end());
-    res[b].ms = t[t.size() / 2];
+    res[b].ms = median(res[b].rounds);
     res[b].ran = true;
   }
   return res;
@@ -162,7 +173,7 @@ std::map<std::string, Measure> measure(const Case& c, const std::vector<std::str
 
 std::string ratio(const Measure& a, const Measure& base) {
   if (!a.ran || !base.ran) return "-";
-  return fmt::format("{:.2f}x", a.ms / base.ms);
+  return fmt::format("{:.2f}x", paired_ratio(a, base));
 }
 
 int run(const std::vector<std::string>& args) {
@@ -174,7 +185,7 @@ int run(const std::vector<std::string>& args) {
         ("dtype", po::value<std::string>()->default_value("fp32,bf16"), "fp32, bf16")
         ("backends", po::value<std::string>()->default_value("reference,sdpa,fused,fused+distance"),
          "reference, sdpa, fused, fused+distance")
-        ("repeat", po::value<int>()->default_value(3), "timed runs per case (median shown), after one warm-up")
+        ("repeat", po::value<int>()->default_value(5), "timed rounds per case (median shown), after one warm-up")
         ("width", po::value<int64_t>()->default_value(768), "layer width: H = width / D heads")
         ("tokens", po::value<int64_t>()->default_value(4096), "tokens per call: B = max(1, tokens / T) sequences")
         ("threads", po::value<int>()->default_value(0), "intra-op threads (0: all cores)")
@@ -227,8 +238,9 @@ int run(const std::vector<std::string>& args) {
               << fmt::format("shape: width {}, H = {} / D heads, B = max(1, {} / T) sequences; q, k, v strided views "
                              "of one (B, T, 3, H, D) tensor\n",
                              width, width, tokens)
-              << fmt::format("time: median of {} {} runs after one warm-up, back ends taking turns; x sdpa and x "
-                             "reference are time ratios measured in this run\n",
+              << fmt::format("time: median of {} {} rounds after a warm-up round, back ends taking turns in each; "
+                             "x sdpa, x ref and the telemetry overhead\n  are medians of per-round time ratios "
+                             "measured in this run\n",
                              repeat, cpu_clock ? "process-CPU-time" : "wall-clock")
               << "peak extra: peak bytes allocated through LibTorch's CPU allocator during the warm-up forward + "
                  "backward,\n  above the live inputs (outputs, gradients, kernel workspaces, intermediates; "
@@ -237,6 +249,7 @@ int run(const std::vector<std::string>& args) {
                                          "dtype", "B x H", "back end", "time ms", "x sdpa", "x ref", "peak MiB", "note");
     std::cout << head << "\n" << std::string(head.size() + 10, '-') << "\n";
 
+    std::map<std::string, std::map<int64_t, double>> peak_per_q;  // back end -> T -> peak / size of q
     int fused_cases = 0, beats_sdpa = 0, beats_half_ref = 0, ref_cases = 0, telemetry_ok = 0, telemetry_cases = 0;
     for (auto T : Ts)
       for (auto D : Ds)
@@ -250,19 +263,25 @@ int run(const std::vector<std::string>& args) {
             const Measure& m = res[b];
             std::string note = m.skipped.empty() ? "" : "skipped: " + m.skipped;
             if (b == "fused+distance" && m.ran && res.count("fused") && res["fused"].ran) {
-              const double overhead = m.ms / res["fused"].ms - 1.0;
+              const double overhead = paired_ratio(m, res["fused"]) - 1.0;
               note = fmt::format("telemetry overhead {:+.1f}% vs fused", 100.0 * overhead);
               ++telemetry_cases;
               telemetry_ok += overhead <= 0.05;
             }
+            if (m.ran) {
+              // Peak extra memory in units of one input tensor (q): flat in T unless something is T x T.
+              const double q_mib = static_cast<double>(c.B * c.T * c.H * c.D) * (dt == "bf16" ? 2.0 : 4.0) / (1 << 20);
+              auto& worst = peak_per_q[b][T];
+              worst = std::max(worst, m.peak_mib / q_mib);
+            }
             if (b == "fused" && m.ran) {
               if (sdpa.ran) {
                 ++fused_cases;
-                beats_sdpa += m.ms <= sdpa.ms;
+                beats_sdpa += paired_ratio(m, sdpa) <= 1.0;
               }
               if (ref.ran) {
                 ++ref_cases;
-                beats_half_ref += m.ms <= 0.5 * ref.ms;
+                beats_half_ref += paired_ratio(m, ref) <= 0.5;
               }
             }
             std::cout << fmt::format("{:>5} {:>4} {:>5} {:>7}  {:<15} {:>9} {:>7} {:>8} {:>11}  {}\n", T, D, dt,
@@ -276,6 +295,12 @@ int run(const std::vector<std::string>& args) {
         "\ntargets: fused <= 1.0x sdpa in {}/{} cases; fused <= 0.5x reference in {}/{}; telemetry overhead <= 5% in "
         "{}/{}\n",
         beats_sdpa, fused_cases, beats_half_ref, ref_cases, telemetry_ok, telemetry_cases);
+    std::cout << "peak extra memory, largest over the cases, in units of the size of q (a T x T buffer grows it with T):\n";
+    for (const auto& [b, per_T] : peak_per_q) {
+      std::string line = fmt::format("  {:<15}", b);
+      for (const auto& [T, x] : per_T) line += fmt::format("  T {}: {:.1f}x", T, x);
+      std::cout << line << "\n";
+    }
     return 0;
   });
 }
