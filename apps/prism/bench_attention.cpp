@@ -249,12 +249,12 @@ int run(const std::vector<std::string>& args) {
                                          "dtype", "B x H", "back end", "time ms", "x sdpa", "x ref", "peak MiB", "note");
     std::cout << head << "\n" << std::string(head.size() + 10, '-') << "\n";
 
-    std::map<std::string, std::map<int64_t, double>> peak_per_q;  // back end -> T -> peak / size of q
     int fused_cases = 0, beats_sdpa = 0, beats_half_ref = 0, ref_cases = 0, telemetry_ok = 0, telemetry_cases = 0;
     for (auto T : Ts)
       for (auto D : Ds)
         for (const auto& dt : dtypes) {
-          const Case c{std::max<int64_t>(1, tokens / T), T, width / D, D, dt == "bf16" ? torch::kBFloat16 : torch::kFloat};
+          const auto dtype = dt == "bf16" ? torch::kBFloat16 : torch::kFloat;
+          const Case c{std::max<int64_t>(1, tokens / T), T, width / D, D, dtype};
           auto res = measure(c, backends, repeat, vm["reference-limit-gib"].as<double>(), cpu_clock, isa);
           const Measure none;
           const Measure& sdpa = res.count("sdpa") ? res["sdpa"] : none;
@@ -267,12 +267,6 @@ int run(const std::vector<std::string>& args) {
               note = fmt::format("telemetry overhead {:+.1f}% vs fused", 100.0 * overhead);
               ++telemetry_cases;
               telemetry_ok += overhead <= 0.05;
-            }
-            if (m.ran) {
-              // Peak extra memory in units of one input tensor (q): flat in T unless something is T x T.
-              const double q_mib = static_cast<double>(c.B * c.T * c.H * c.D) * (dt == "bf16" ? 2.0 : 4.0) / (1 << 20);
-              auto& worst = peak_per_q[b][T];
-              worst = std::max(worst, m.peak_mib / q_mib);
             }
             if (b == "fused" && m.ran) {
               if (sdpa.ran) {
@@ -295,17 +289,24 @@ int run(const std::vector<std::string>& args) {
         "\ntargets: fused <= 1.0x sdpa in {}/{} cases; fused <= 0.5x reference in {}/{}; telemetry overhead <= 5% in "
         "{}/{}\n",
         beats_sdpa, fused_cases, beats_half_ref, ref_cases, telemetry_ok, telemetry_cases);
-    std::cout << "peak extra memory, largest over the cases, in units of the size of q (a T x T buffer grows it with T):\n";
-    for (const auto& [b, per_T] : peak_per_q) {
-      std::string line = fmt::format("  {:<15}", b);
-      for (const auto& [T, x] : per_T) line += fmt::format("  T {}: {:.1f}x", T, x);
-      std::cout << line << "\n";
+    // Growth with T at one fixed small shape: linear for O(T) memory, x(T ratio)^2 for T x T buffers.
+    if (Ts.size() >= 2) {
+      const int64_t t0 = *std::min_element(Ts.begin(), Ts.end()), t1 = *std::max_element(Ts.begin(), Ts.end());
+      std::cout << fmt::format("\npeak extra memory growth, B = H = 1, D = 64, fp32, T {} -> {} (x{} tokens):\n", t0, t1,
+                               t1 / t0);
+      for (const auto& b : backends) {
+        const Case small0{1, t0, 1, 64, torch::kFloat}, small1{1, t1, 1, 64, torch::kFloat};
+        const double m0 = measure(small0, {b}, 1, 1e9, cpu_clock, isa)[b].peak_mib;
+        const double m1 = measure(small1, {b}, 1, 1e9, cpu_clock, isa)[b].peak_mib;
+        std::cout << fmt::format("  {:<15} {:>9.2f} MiB -> {:>9.2f} MiB  (x{:.1f})\n", b, m0, m1, m1 / m0);
+      }
     }
     return 0;
   });
 }
 
-const BenchRegistration reg{{"attention", "attention back ends: forward+backward time and peak memory vs sdpa and reference", run}};
+const BenchRegistration reg{
+    {"attention", "attention back ends: forward+backward time and peak memory vs sdpa and reference", run}};
 
 }  // namespace
 }  // namespace prism::cli

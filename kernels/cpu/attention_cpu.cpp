@@ -66,7 +66,7 @@ const char* isa_name(Isa isa) {
   return "?";
 }
 
-ForwardLayout forward_layout(const AttentionForwardParams& p, int num_threads) {
+ForwardLayout forward_layout(const AttentionForwardParams& p, int num_threads, Isa /*isa*/) {
   ForwardLayout l;
   const int64_t dp = pad16(p.head_dim);
   int64_t top = 0;
@@ -81,8 +81,10 @@ ForwardLayout forward_layout(const AttentionForwardParams& p, int num_threads) {
   return l;
 }
 
-BackwardLayout backward_layout(const AttentionBackwardParams& p, int num_threads) {
+BackwardLayout backward_layout(const AttentionBackwardParams& p, int num_threads, Isa isa) {
   BackwardLayout l;
+  // The bf16 pair path keeps q and dout as bf16: half the floats.
+  const bool pairs = p.dtype == DType::BF16 && isa == Isa::Avx512Bf16;
   const int64_t bh = p.batch * p.heads, T = p.seq_len, D = p.head_dim, dp = pad16(D);
   const int64_t nqb = ceil_div(T, kBlockQ), nkb = ceil_div(T, kBlockK);
   // Enough work items to keep every thread busy: split the key blocks of each
@@ -95,31 +97,33 @@ BackwardLayout backward_layout(const AttentionBackwardParams& p, int num_threads
   if (l.n_partial > 0) l.dq_partial = take(top, l.n_partial * bh * T * D);
   l.scratch = top;
   int64_t t = 0;
-  l.rows = take(t, 2 * nqb * kBlockQ * dp);
-  l.q_packed = take(t, nqb * D * kBlockQ);
-  l.dout_packed = take(t, nqb * D * kBlockQ);
+  l.rows = take(t, (pairs ? 1 : 2) * nqb * kBlockQ * dp);
+  l.pack_stride = pad16((pairs ? (D + 1) / 2 : D) * kBlockQ);
+  l.q_packed = take(t, nqb * l.pack_stride);
+  l.dout_packed = take(t, nqb * l.pack_stride);
   l.delta = take(t, nqb * kBlockQ);
   if (p.dtype == DType::BF16 && l.nsplit == 1) l.dq_acc = take(t, T * D);
   l.tiles = take(t, 2 * kBlockK * kBlockQ + 4 * kBlockK * dp + kBlockK * dp);
-  l.pair_tiles = take(t, 3 * kBlockK * kBlockQ / 2);
+  if (pairs) l.pair_tiles = take(t, 3 * kBlockK * kBlockQ / 2);
   l.per_thread = t;
   l.total = top + t * num_threads;
   return l;
 }
 
-std::size_t forward_workspace_bytes(const AttentionForwardParams& p, int num_threads) {
-  return static_cast<std::size_t>(forward_layout(p, num_threads).total) * sizeof(float);
+std::size_t forward_workspace_bytes(const AttentionForwardParams& p, int num_threads, Isa isa) {
+  return static_cast<std::size_t>(forward_layout(p, num_threads, isa).total) * sizeof(float);
 }
 
-std::size_t backward_workspace_bytes(const AttentionBackwardParams& p, int num_threads) {
-  return static_cast<std::size_t>(backward_layout(p, num_threads).total) * sizeof(float);
+std::size_t backward_workspace_bytes(const AttentionBackwardParams& p, int num_threads, Isa isa) {
+  return static_cast<std::size_t>(backward_layout(p, num_threads, isa).total) * sizeof(float);
 }
 
 namespace {
 void check(DType dtype, Isa isa, const char* who) {
   if (dtype != DType::F32 && dtype != DType::BF16)
     throw std::invalid_argument(std::string(who) + ": only fp32 and bf16 inputs are supported");
-  if (!isa_supported(isa)) throw std::invalid_argument(std::string(who) + ": " + isa_name(isa) + " is not supported by this CPU");
+  if (!isa_supported(isa))
+    throw std::invalid_argument(std::string(who) + ": " + isa_name(isa) + " is not supported by this CPU");
 }
 }  // namespace
 

@@ -31,9 +31,11 @@ struct Launch {
 constexpr int kBlockQ = 64;
 constexpr int kBlockK = 64;
 
-// Workspace sizes; O(B*H*T*D + threads*64*D), never O(T^2).
-std::size_t forward_workspace_bytes(const AttentionForwardParams& p, int num_threads);
-std::size_t backward_workspace_bytes(const AttentionBackwardParams& p, int num_threads);
+// Workspace sizes for a launch with this many threads and this ISA. Forward:
+// O(threads 64 D); backward: O(threads T D), plus O(B H T D) when the key
+// blocks of each (b, h) are split over threads. Never O(T^2).
+std::size_t forward_workspace_bytes(const AttentionForwardParams& p, int num_threads, Isa isa);
+std::size_t backward_workspace_bytes(const AttentionBackwardParams& p, int num_threads, Isa isa);
 
 // Writes o, lse and (when non-null) distance.
 void attention_forward(const AttentionForwardParams& p, const Launch& launch);

@@ -523,8 +523,8 @@ void forward_item(const Forward<In>& f, int64_t b, int64_t h, int64_t qb, float*
 template <typename In, int kD>
 void forward_dim(const AttentionForwardParams& p, const Launch& launch) {
   const int threads = launch.num_threads > 0 ? launch.num_threads : 1;
-  Forward<In> f{p, forward_layout(p, threads), static_cast<float*>(launch.workspace), p.batch, p.heads, p.seq_len,
-                ceil_div(p.seq_len, BQ)};
+  Forward<In> f{p,       forward_layout(p, threads, launch.isa), static_cast<float*>(launch.workspace),
+                p.batch, p.heads, p.seq_len, ceil_div(p.seq_len, BQ)};
   // Largest query blocks (most keys) first, so the dynamic schedule ends evenly.
   parallel_items(f.B * f.H * f.nqb, threads, [&](int64_t it, int tid) {
     const int64_t qb = f.nqb - 1 - it / (f.B * f.H), bh = it % (f.B * f.H);
@@ -589,11 +589,11 @@ void backward_item(const Backward<In>& f, int64_t b, int64_t h, int64_t split, f
   float* q_rows = th + f.lay.rows;
   float* g_rows = q_rows + f.nqb * BQ * Dp;
   auto* q_pairs = reinterpret_cast<uint16_t*>(q_rows);
-  auto* g_pairs = reinterpret_cast<uint16_t*>(g_rows);
+  uint16_t* g_pairs = q_pairs + f.nqb * BQ * Dp;  // bf16 rows: half the floats of fp32 ones
   for (int64_t qb = first_q; qb < f.nqb; ++qb) {
     const int64_t q0 = qb * BQ, mq = imin(BQ, T - q0);
-    float* qt = q_packed + qb * D * BQ;
-    float* dot = dout_packed + qb * D * BQ;
+    float* qt = q_packed + qb * f.lay.pack_stride;
+    float* dot = dout_packed + qb * f.lay.pack_stride;
     if constexpr (pairs) {
       pair_pack_rows(q16, p.q_stride.seq, q0, mq, D, q_pairs + q0 * Dp, 2 * Dp);
       pair_pack_rows(g16, p.dout_stride.seq, q0, mq, D, g_pairs + q0 * Dp, 2 * Dp);
@@ -674,13 +674,13 @@ void backward_item(const Backward<In>& f, int64_t b, int64_t h, int64_t split, f
       const int64_t q0 = qb * BQ, mq = imin(BQ, T - q0);
       if constexpr (pairs) {
         const int64_t np = (D + 1) / 2;
-        pair_gemm(mk, BQ, np, k16, Dp, 2, reinterpret_cast<const uint16_t*>(q_packed + qb * D * BQ), 2 * BQ, pt, BQ,
-                  false, nullptr);
-        pair_gemm(mk, BQ, np, v16, Dp, 2, reinterpret_cast<const uint16_t*>(dout_packed + qb * D * BQ), 2 * BQ, dst,
-                  BQ, false, nullptr);
+        const auto* qt = reinterpret_cast<const uint16_t*>(q_packed + qb * f.lay.pack_stride);
+        const auto* dot = reinterpret_cast<const uint16_t*>(dout_packed + qb * f.lay.pack_stride);
+        pair_gemm(mk, BQ, np, k16, Dp, 2, qt, 2 * BQ, pt, BQ, false, nullptr);
+        pair_gemm(mk, BQ, np, v16, Dp, 2, dot, 2 * BQ, dst, BQ, false, nullptr);
       } else {
-        gemm(mk, BQ, D, K.base, K.ld, 1, q_packed + qb * D * BQ, BQ, pt, BQ, false, nullptr);
-        gemm(mk, BQ, D, V.base, V.ld, 1, dout_packed + qb * D * BQ, BQ, dst, BQ, false, nullptr);
+        gemm(mk, BQ, D, K.base, K.ld, 1, q_packed + qb * f.lay.pack_stride, BQ, pt, BQ, false, nullptr);
+        gemm(mk, BQ, D, V.base, V.ld, 1, dout_packed + qb * f.lay.pack_stride, BQ, dst, BQ, false, nullptr);
       }
       const bool edge = k0 + mk - 1 > q0 || mq < BQ;  // causal mask or rows past T inside the tile
       for (int64_t iv = 0; iv < BQ; iv += kLanes) {
@@ -732,8 +732,8 @@ void backward_item(const Backward<In>& f, int64_t b, int64_t h, int64_t split, f
 template <typename In, int kD>
 void backward_dim(const AttentionBackwardParams& p, const Launch& launch) {
   const int threads = launch.num_threads > 0 ? launch.num_threads : 1;
-  Backward<In> f{p, backward_layout(p, threads), static_cast<float*>(launch.workspace), p.batch, p.heads, p.seq_len,
-                 ceil_div(p.seq_len, BQ), ceil_div(p.seq_len, BK)};
+  Backward<In> f{p,       backward_layout(p, threads, launch.isa), static_cast<float*>(launch.workspace),
+                 p.batch, p.heads, p.seq_len, ceil_div(p.seq_len, BQ), ceil_div(p.seq_len, BK)};
   const int64_t BH = f.B * f.H, D = p.head_dim;
   parallel_items(BH * f.lay.nsplit, threads, [&](int64_t it, int tid) {
     const int64_t bh = it / f.lay.nsplit;

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "common/attention_params.h"
+#include "cpu/attention_cpu.h"
 
 namespace prism::kernels::cpu {
 
@@ -30,18 +31,19 @@ struct BackwardLayout {
   int64_t dq_partial = -1;  // n_partial x (B, H, T, D)
   // Per thread, for the (b, h) it works on, offsets from the thread's base:
   int64_t rows = 0;         // dense fp32 q and dout rows (bf16 path: row pairs), 2 x T x pad16(D)
-  int64_t q_packed = 0;     // per query block: D x kBlockQ, transposed (and scaled)
+  int64_t pack_stride = 0;  // floats per query block in q_packed and dout_packed
+  int64_t q_packed = 0;     // per query block: D x kBlockQ, transposed (and scaled); bf16 pairs on the pair path
   int64_t dout_packed = 0;  // the same for dout
   int64_t delta = 0;        // T: rowsum(dout * o)
   int64_t dq_acc = -1;      // bf16 with one split: fp32 dq sums, T x D
   int64_t tiles = 0;        // P and dS tiles, dK and dV sums, dense k and v tiles (+ bf16 k, v)
-  int64_t pair_tiles = 0;   // bf16 path: P^T, dS^T and dS^T row pairs in bf16, 3 x kBlockK x kBlockQ bf16
+  int64_t pair_tiles = -1;  // bf16 path: P^T, dS^T and dS^T row pairs in bf16, 3 x kBlockK x kBlockQ bf16
   int64_t per_thread = 0;
   int64_t scratch = 0;      // start of the per-thread regions
   int64_t total = 0;
 };
 
-ForwardLayout forward_layout(const AttentionForwardParams& p, int num_threads);
-BackwardLayout backward_layout(const AttentionBackwardParams& p, int num_threads);
+ForwardLayout forward_layout(const AttentionForwardParams& p, int num_threads, Isa isa);
+BackwardLayout backward_layout(const AttentionBackwardParams& p, int num_threads, Isa isa);
 
 }  // namespace prism::kernels::cpu

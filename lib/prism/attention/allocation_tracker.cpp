@@ -84,6 +84,8 @@ PeakAllocationScope::PeakAllocationScope() {
   base_ = CpuAllocationTracker::live_bytes();
 }
 
-int64_t PeakAllocationScope::extra_bytes() const { return std::max<int64_t>(0, CpuAllocationTracker::peak_bytes() - base_); }
+int64_t PeakAllocationScope::extra_bytes() const {
+  return std::max<int64_t>(0, CpuAllocationTracker::peak_bytes() - base_);
+}
 
 }  // namespace prism::attention

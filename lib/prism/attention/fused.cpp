@@ -53,7 +53,7 @@ class FusedAttentionFunction : public torch::autograd::Function<FusedAttentionFu
     p.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
     p.dtype = dtype_of(q);
     kc::Launch launch{static_cast<int>(threads), static_cast<kc::Isa>(isa), nullptr};
-    auto ws = workspace(kc::forward_workspace_bytes(p, launch.num_threads));
+    auto ws = workspace(kc::forward_workspace_bytes(p, launch.num_threads, launch.isa));
     launch.workspace = ws.data_ptr();
     kc::attention_forward(p, launch);
 
@@ -100,7 +100,7 @@ class FusedAttentionFunction : public torch::autograd::Function<FusedAttentionFu
     p.dtype = dtype_of(q);
     kc::Launch launch{static_cast<int>(ctx->saved_data["threads"].toInt()),
                       static_cast<kc::Isa>(ctx->saved_data["isa"].toInt()), nullptr};
-    auto ws = workspace(kc::backward_workspace_bytes(p, launch.num_threads));
+    auto ws = workspace(kc::backward_workspace_bytes(p, launch.num_threads, launch.isa));
     launch.workspace = ws.data_ptr();
     kc::attention_backward(p, launch);
     return {dq, dk, dv, torch::Tensor(), torch::Tensor(), torch::Tensor()};
