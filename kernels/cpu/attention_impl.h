@@ -523,7 +523,7 @@ void forward_item(const Forward<In>& f, int64_t b, int64_t h, int64_t qb, float*
 template <typename In, int kD>
 void forward_dim(const AttentionForwardParams& p, const Launch& launch) {
   const int threads = launch.num_threads > 0 ? launch.num_threads : 1;
-  Forward<In> f{p,       forward_layout(p, threads, launch.isa), static_cast<float*>(launch.workspace),
+  Forward<In> f{p, forward_layout(p, threads, launch.isa), static_cast<float*>(launch.workspace),
                 p.batch, p.heads, p.seq_len, ceil_div(p.seq_len, BQ)};
   // Largest query blocks (most keys) first, so the dynamic schedule ends evenly.
   parallel_items(f.B * f.H * f.nqb, threads, [&](int64_t it, int tid) {
@@ -732,7 +732,7 @@ void backward_item(const Backward<In>& f, int64_t b, int64_t h, int64_t split, f
 template <typename In, int kD>
 void backward_dim(const AttentionBackwardParams& p, const Launch& launch) {
   const int threads = launch.num_threads > 0 ? launch.num_threads : 1;
-  Backward<In> f{p,       backward_layout(p, threads, launch.isa), static_cast<float*>(launch.workspace),
+  Backward<In> f{p, backward_layout(p, threads, launch.isa), static_cast<float*>(launch.workspace),
                  p.batch, p.heads, p.seq_len, ceil_div(p.seq_len, BQ), ceil_div(p.seq_len, BK)};
   const int64_t BH = f.B * f.H, D = p.head_dim;
   parallel_items(BH * f.lay.nsplit, threads, [&](int64_t it, int tid) {
