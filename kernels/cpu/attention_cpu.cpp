@@ -68,12 +68,16 @@ const char* isa_name(Isa isa) {
 
 ForwardLayout forward_layout(const AttentionForwardParams& p, int num_threads, Isa /*isa*/) {
   ForwardLayout l;
-  const int64_t dp = pad16(p.head_dim);
+  const int64_t dp = pad16(p.head_dim), nqb = ceil_div(p.seq_len, kBlockQ), bh = p.batch * p.heads;
+  // Up to 4 query blocks per work item, fewer when that would leave threads idle.
+  l.group = 4;
+  while (l.group > 1 && bh * ceil_div(nqb, l.group) < 4 * num_threads) l.group /= 2;
   int64_t top = 0;
-  l.q_tile = take(top, p.head_dim * kBlockQ);
+  l.q_tile_size = pad16(p.head_dim * kBlockQ);
+  l.q_tile = take(top, l.group * l.q_tile_size);
+  l.out_acc = take(top, l.group * kBlockQ * dp);
+  l.row_stats = take(top, l.group * 4 * kBlockQ);
   l.score_tile = take(top, kBlockK * kBlockQ);
-  l.out_acc = take(top, kBlockQ * dp);
-  l.row_stats = take(top, 4 * kBlockQ);
   l.kv_tiles = take(top, 2 * kBlockK * dp);
   l.p_pairs = take(top, kBlockK * kBlockQ / 2);
   l.per_thread = top;

@@ -35,8 +35,10 @@ constexpr int kMR = 2;
 constexpr int kNV = 1;
 #endif
 static_assert(BQ % kLanes == 0 && BQ % (kLanes * kNV) == 0, "a query block is whole register-tile rows wide");
+static_assert(BQ == BK, "causal tile skipping assumes square tiles: key block kb ends at query block kb");
 
 inline int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
+inline int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 inline int64_t pad16(int64_t n) { return ceil_div(n, 16) * 16; }
 
@@ -404,23 +406,23 @@ Rows dense_rows(const In* x, int64_t ld, int64_t t0, int64_t n, int64_t D, float
   return {buf, dp};
 }
 
+// Query blocks [qb0, qb1) of one (b, h): each k and v tile is laid out once
+// and used by every block of the group (re-reading k and v from memory once
+// per query block costs more than the products at large head dims).
 template <typename In, int kD>
-void forward_item(const Forward<In>& f, int64_t b, int64_t h, int64_t qb, float* thread_ws) {
+void forward_item(const Forward<In>& f, int64_t b, int64_t h, int64_t qb0, int64_t qb1, float* thread_ws) {
   const auto& p = f.p;
   const int64_t D = kD > 0 ? kD : p.head_dim, Dp = pad16(D), T = f.T;
-  const int64_t q0 = qb * BQ, mq = imin(BQ, T - q0);
-  float* qt = thread_ws + f.lay.q_tile;      // D x BQ: q tile transposed, in log2 units
   float* st = thread_ws + f.lay.score_tile;  // BK x BQ: scores, then probabilities
-  float* acc = thread_ws + f.lay.out_acc;    // BQ x Dp: unnormalised output
-  float* m = thread_ws + f.lay.row_stats;    // running max (log2 units)
-  float* l = m + BQ;                         // running sum of exp2(s - m)
-  float* dacc = l + BQ;                      // running sum of exp2(s - m) * j
-  float* alpha = dacc + BQ;                  // rescale factor of this step
   float* kbuf = thread_ws + f.lay.kv_tiles;  // BK x Dp each: dense fp32 k and v tiles
   float* vbuf = kbuf + BK * Dp;
   // bf16 path: probabilities as bf16 pairs of key rows, (BK / 2) x BQ pairs.
   auto* p_pairs = reinterpret_cast<uint16_t*>(thread_ws + f.lay.p_pairs);
   const bool want_dist = p.distance != nullptr;
+  // Per query block g of the group:
+  auto qt_of = [&](int64_t g) { return thread_ws + f.lay.q_tile + g * f.lay.q_tile_size; };    // D x BQ, transposed
+  auto acc_of = [&](int64_t g) { return thread_ws + f.lay.out_acc + g * BQ * Dp; };           // BQ x Dp, unnormalised
+  auto stats_of = [&](int64_t g) { return thread_ws + f.lay.row_stats + g * 4 * BQ; };        // m, l, dacc, alpha
 
   const In* q = slice<In>(p.q, p.q_stride, b, h);
   const float c = p.scale * kLog2e;
@@ -428,95 +430,119 @@ void forward_item(const Forward<In>& f, int64_t b, int64_t h, int64_t qb, float*
   // Scores come out in log2 units: the scale is folded into the fp32 q tile,
   // or applied to the scores when they are bf16 pair dot products.
   const float score_scale = pairs ? c : 1.0f;
-  if constexpr (pairs) {
-    pair_pack(reinterpret_cast<const uint16_t*>(q), p.q_stride.seq, q0, mq, D, reinterpret_cast<uint16_t*>(qt));
-  } else {
-    for (int64_t i = 0; i < BQ; ++i) {
-      if (i < mq) {
-        const In* qr = q + (q0 + i) * p.q_stride.seq;
-        for (int64_t d = 0; d < D; ++d) qt[d * BQ + i] = to_float(qr[d]) * c;
-      } else {
-        for (int64_t d = 0; d < D; ++d) qt[d * BQ + i] = 0.0f;
+  for (int64_t qb = qb0; qb < qb1; ++qb) {
+    const int64_t q0 = qb * BQ, mq = imin(BQ, T - q0);
+    float* qt = qt_of(qb - qb0);
+    if constexpr (pairs) {
+      pair_pack(reinterpret_cast<const uint16_t*>(q), p.q_stride.seq, q0, mq, D, reinterpret_cast<uint16_t*>(qt));
+    } else {
+      for (int64_t i = 0; i < BQ; ++i) {
+        if (i < mq) {
+          const In* qr = q + (q0 + i) * p.q_stride.seq;
+          for (int64_t d = 0; d < D; ++d) qt[d * BQ + i] = to_float(qr[d]) * c;
+        } else {
+          for (int64_t d = 0; d < D; ++d) qt[d * BQ + i] = 0.0f;
+        }
       }
     }
-  }
-  for (int64_t i = 0; i < BQ; i += kLanes) {
-    vstore(m + i, vset(-kInf));
-    vstore(l + i, vzero());
-    vstore(dacc + i, vzero());
+    float* m = stats_of(qb - qb0);
+    for (int64_t i = 0; i < BQ; i += kLanes) {
+      vstore(m + i, vset(-kInf));      // running max (log2 units)
+      vstore(m + BQ + i, vzero());     // running sum of exp2(s - m)
+      vstore(m + 2 * BQ + i, vzero()); // running sum of exp2(s - m) * j
+    }
   }
 
   const In* k_in = slice<In>(p.k, p.k_stride, b, h);
   const In* v_in = slice<In>(p.v, p.v_stride, b, h);
-  const int64_t kend = q0 + mq;  // causal: keys [0, kend) only; later tiles are fully masked
+  const int64_t kend = imin(T, qb1 * BQ);  // causal: keys [0, kend) only; later tiles are fully masked
   for (int64_t k0 = 0; k0 < kend; k0 += BK) {
     const int64_t mk = imin(BK, kend - k0);
+    auto* kb16 = reinterpret_cast<uint16_t*>(kbuf);
+    auto* vp = reinterpret_cast<uint16_t*>(vbuf);
+    Rows K{nullptr, 0}, V{nullptr, 0};
     if constexpr (pairs) {
-      auto* kb16 = reinterpret_cast<uint16_t*>(kbuf);
       dense_rows_bf16(reinterpret_cast<const uint16_t*>(k_in), p.k_stride.seq, k0, mk, D, kb16);
-      pair_gemm(mk, BQ, (D + 1) / 2, kb16, Dp, 2, reinterpret_cast<const uint16_t*>(qt), 2 * BQ, st, BQ, false,
-                nullptr);
-    } else {
-      const Rows K = dense_rows(k_in, p.k_stride.seq, k0, mk, D, kbuf);
-      gemm(mk, BQ, D, K.base, K.ld, 1, qt, BQ, st, BQ, false, nullptr);
-    }
-    const bool diag = k0 + mk - 1 > q0;  // some key of the tile is after some query
-    const Vec ss = vset(score_scale);
-    for (int64_t iv = 0; iv < BQ; iv += kLanes) {
-      float* s = st + iv;
-      const Vec qi = viota(static_cast<float>(q0 + iv));
-      const Vec m_old = vload(m + iv);
-      Vec mx = m_old;
-      if (diag || pairs) {
-        for (int64_t j = 0; j < mk; ++j) {
-          Vec x = vload(s + j * BQ) * ss;
-          if (diag) x = vkeep_between(x, qi, static_cast<float>(k0 + j), kInf, -kInf);
-          vstore(s + j * BQ, x);
-          mx = vmax(mx, x);
-        }
-      } else {
-        for (int64_t j = 0; j < mk; ++j) mx = vmax(mx, vload(s + j * BQ));
-      }
-      const Vec al = vexp2(m_old - mx);
-      Vec ls = vzero(), ds = vzero();
-      // Two key rows at a time: the bf16 path stores them as pairs for P V.
-      for (int64_t j = 0; j < mk; j += 2) {
-        const bool two = j + 1 < mk;
-        const Vec p0 = vexp2(vload(s + j * BQ) - mx);
-        const Vec p1 = two ? vexp2(vload(s + (j + 1) * BQ) - mx) : vzero();
-        ls = ls + p0 + p1;
-        if (want_dist)
-          ds = vfmadd(p0, vset(static_cast<float>(k0 + j)), vfmadd(p1, vset(static_cast<float>(k0 + j + 1)), ds));
-        if constexpr (pairs) {
-          store_pairs(p_pairs + ((j / 2) * BQ + iv) * 2, p0, p1, tail_mask(kLanes));
-        } else {
-          vstore(s + j * BQ, p0);
-          if (two) vstore(s + (j + 1) * BQ, p1);
-        }
-      }
-      if (want_dist) vstore(dacc + iv, vfmadd(vload(dacc + iv), al, ds));
-      vstore(m + iv, mx);
-      vstore(l + iv, vfmadd(vload(l + iv), al, ls));
-      vstore(alpha + iv, al);
-    }
-    // acc = diag(alpha) acc + P V, with P read from the transposed tile.
-    if constexpr (pairs) {
-      auto* vp = reinterpret_cast<uint16_t*>(vbuf);
       pair_pack_rows(reinterpret_cast<const uint16_t*>(v_in), p.v_stride.seq, k0, mk, D, vp, 2 * Dp);
-      pair_gemm(mq, D, (mk + 1) / 2, p_pairs, 2, 2 * BQ, vp, 2 * Dp, acc, Dp, k0 > 0, alpha);
     } else {
-      const Rows V = dense_rows(v_in, p.v_stride.seq, k0, mk, D, vbuf);
-      gemm(mq, D, mk, st, 1, BQ, V.base, V.ld, acc, Dp, k0 > 0, alpha);
+      K = dense_rows(k_in, p.k_stride.seq, k0, mk, D, kbuf);
+      V = dense_rows(v_in, p.v_stride.seq, k0, mk, D, vbuf);
+    }
+    for (int64_t qb = imax(qb0, k0 / BQ); qb < qb1; ++qb) {
+      const int64_t g = qb - qb0, q0 = qb * BQ, mq = imin(BQ, T - q0);
+      const int64_t mkg = imin(mk, q0 + mq - k0);  // this block's keys of the tile
+      float* qt = qt_of(g);
+      float* acc = acc_of(g);
+      float* m = stats_of(g);
+      float* l = m + BQ;
+      float* dacc = l + BQ;
+      float* alpha = dacc + BQ;
+      if constexpr (pairs)
+        pair_gemm(mkg, BQ, (D + 1) / 2, kb16, Dp, 2, reinterpret_cast<const uint16_t*>(qt), 2 * BQ, st, BQ, false,
+                  nullptr);
+      else
+        gemm(mkg, BQ, D, K.base, K.ld, 1, qt, BQ, st, BQ, false, nullptr);
+      const bool diag = k0 + mkg - 1 > q0;  // some key of the tile is after some query
+      const Vec ss = vset(score_scale);
+      for (int64_t iv = 0; iv < BQ; iv += kLanes) {
+        float* s = st + iv;
+        const Vec qi = viota(static_cast<float>(q0 + iv));
+        const Vec m_old = vload(m + iv);
+        Vec mx = m_old;
+        if (diag || pairs) {
+          for (int64_t j = 0; j < mkg; ++j) {
+            Vec x = vload(s + j * BQ) * ss;
+            if (diag) x = vkeep_between(x, qi, static_cast<float>(k0 + j), kInf, -kInf);
+            vstore(s + j * BQ, x);
+            mx = vmax(mx, x);
+          }
+        } else {
+          for (int64_t j = 0; j < mkg; ++j) mx = vmax(mx, vload(s + j * BQ));
+        }
+        const Vec al = vexp2(m_old - mx);
+        Vec ls = vzero(), ds = vzero();
+        // Two key rows at a time: the bf16 path stores them as pairs for P V.
+        for (int64_t j = 0; j < mkg; j += 2) {
+          const bool two = j + 1 < mkg;
+          const Vec p0 = vexp2(vload(s + j * BQ) - mx);
+          const Vec p1 = two ? vexp2(vload(s + (j + 1) * BQ) - mx) : vzero();
+          ls = ls + p0 + p1;
+          if (want_dist)
+            ds = vfmadd(p0, vset(static_cast<float>(k0 + j)), vfmadd(p1, vset(static_cast<float>(k0 + j + 1)), ds));
+          if constexpr (pairs) {
+            store_pairs(p_pairs + ((j / 2) * BQ + iv) * 2, p0, p1, tail_mask(kLanes));
+          } else {
+            vstore(s + j * BQ, p0);
+            if (two) vstore(s + (j + 1) * BQ, p1);
+          }
+        }
+        if (want_dist) vstore(dacc + iv, vfmadd(vload(dacc + iv), al, ds));
+        vstore(m + iv, mx);
+        vstore(l + iv, vfmadd(vload(l + iv), al, ls));
+        vstore(alpha + iv, al);
+      }
+      // acc = diag(alpha) acc + P V, with P read from the transposed tile.
+      if constexpr (pairs)
+        pair_gemm(mq, D, (mkg + 1) / 2, p_pairs, 2, 2 * BQ, vp, 2 * Dp, acc, Dp, k0 > 0, alpha);
+      else
+        gemm(mq, D, mkg, st, 1, BQ, V.base, V.ld, acc, Dp, k0 > 0, alpha);
     }
   }
 
   In* o = slice<In>(p.o, p.o_stride, b, h);
   float* lse = p.lse + (b * f.H + h) * T;
-  for (int64_t i = 0; i < mq; ++i) {
-    const float inv = 1.0f / l[i];
-    store_row(acc + i * Dp, o + (q0 + i) * p.o_stride.seq, D, inv);
-    lse[q0 + i] = (m[i] + std::log2(l[i])) * kLn2;
-    if (want_dist) p.distance[(b * f.H + h) * T + q0 + i] = static_cast<float>(q0 + i) - dacc[i] * inv;
+  for (int64_t qb = qb0; qb < qb1; ++qb) {
+    const int64_t q0 = qb * BQ, mq = imin(BQ, T - q0);
+    const float* acc = acc_of(qb - qb0);
+    const float* m = stats_of(qb - qb0);
+    const float* l = m + BQ;
+    const float* dacc = l + BQ;
+    for (int64_t i = 0; i < mq; ++i) {
+      const float inv = 1.0f / l[i];
+      store_row(acc + i * Dp, o + (q0 + i) * p.o_stride.seq, D, inv);
+      lse[q0 + i] = (m[i] + std::log2(l[i])) * kLn2;
+      if (want_dist) p.distance[(b * f.H + h) * T + q0 + i] = static_cast<float>(q0 + i) - dacc[i] * inv;
+    }
   }
 }
 
@@ -525,10 +551,11 @@ void forward_dim(const AttentionForwardParams& p, const Launch& launch) {
   const int threads = launch.num_threads > 0 ? launch.num_threads : 1;
   Forward<In> f{p, forward_layout(p, threads, launch.isa), static_cast<float*>(launch.workspace),
                 p.batch, p.heads, p.seq_len, ceil_div(p.seq_len, BQ)};
-  // Largest query blocks (most keys) first, so the dynamic schedule ends evenly.
-  parallel_items(f.B * f.H * f.nqb, threads, [&](int64_t it, int tid) {
-    const int64_t qb = f.nqb - 1 - it / (f.B * f.H), bh = it % (f.B * f.H);
-    forward_item<In, kD>(f, bh / f.H, bh % f.H, qb, f.ws + tid * f.lay.per_thread);
+  const int64_t G = f.lay.group, groups = ceil_div(f.nqb, G), BH = f.B * f.H;
+  // Groups of the latest query blocks (most keys) first, so the dynamic schedule ends evenly.
+  parallel_items(BH * groups, threads, [&](int64_t it, int tid) {
+    const int64_t gi = groups - 1 - it / BH, bh = it % BH;
+    forward_item<In, kD>(f, bh / f.H, bh % f.H, gi * G, imin(f.nqb, (gi + 1) * G), f.ws + tid * f.lay.per_thread);
   });
 }
 

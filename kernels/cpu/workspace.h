@@ -13,11 +13,13 @@ namespace prism::kernels::cpu {
 // Everything but the split dq sums is per thread, O(T D): the workspace never
 // grows with B H T D, let alone T^2.
 struct ForwardLayout {
-  // Per thread, offsets from the thread's base:
+  int64_t group = 1;        // query blocks per work item (they share each k and v tile)
+  // Per thread, offsets from the thread's base; the first three once per block of a group:
   int64_t q_tile = 0;       // D x kBlockQ: q tile transposed
-  int64_t score_tile = 0;   // kBlockK x kBlockQ
+  int64_t q_tile_size = 0;
   int64_t out_acc = 0;      // kBlockQ x pad16(D)
   int64_t row_stats = 0;    // 4 x kBlockQ
+  int64_t score_tile = 0;   // kBlockK x kBlockQ
   int64_t kv_tiles = 0;     // dense fp32 k and v tiles, 2 x kBlockK x pad16(D)
   int64_t p_pairs = 0;      // bf16 path: probabilities as bf16 pairs, kBlockK x kBlockQ bf16
   int64_t per_thread = 0;
