@@ -4,9 +4,10 @@
 // and no T x T buffer anywhere. Plain C++: the caller (lib/prism/attention)
 // fills the shared params structs and provides the workspace.
 //
-// fp32 and bf16 inputs, fp32 accumulation; any head dim (compiled fast paths
-// for 64, 128 and 256). Threads: `num_threads` workers over batch x heads x
-// query blocks (forward) or x key-block splits (backward).
+// fp32 and bf16 inputs, fp32 accumulation (bf16 products on AVX512-BF16 pair
+// dot products where the CPU has them); any head dim, with compiled instances
+// for 64, 128 and 256. Threads: `num_threads` OpenMP workers over batch x heads
+// x groups of query blocks (forward) or x splits of the key blocks (backward).
 #include <cstddef>
 
 #include "common/attention_params.h"
@@ -24,7 +25,7 @@ const char* isa_name(Isa isa);
 struct Launch {
   int num_threads = 1;
   Isa isa = Isa::Scalar;
-  void* workspace = nullptr;  // at least *_workspace_bytes(...) bytes, 64-byte aligned
+  void* workspace = nullptr;  // *_workspace_bytes(p, num_threads, isa) bytes, 64-byte aligned
 };
 
 // Query block and key block sizes (rows of q and of k per tile).
