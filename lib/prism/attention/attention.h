@@ -27,11 +27,22 @@ struct Output {
 Output causal_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                         const Options& opt = {});
 
-// What `auto` (or an explicit request) resolves to for these inputs.
+// What `auto` (or an explicit request) resolves to for these inputs. Auto on
+// the CPU: the fused kernel for fp32/bf16 without dropout when the CPU has
+// AVX-512 (measured faster than SDPA at every head dim, and it reports
+// distance); otherwise SDPA, or the reference when distance is wanted. Throws prism::Error when an
+// explicit back end cannot serve the request (SDPA with distance, fused with
+// dropout or an unsupported dtype or device, CUDA not built).
 Backend resolve_backend(const Options& opt, const torch::Tensor& q);
+
+// Whether a back end can report attention distance.
+bool supports_distance(Backend b);
 
 // The plain-math ground truth: matmul, causal mask, softmax, matmul.
 Output reference_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                            double dropout_p, bool want_distance);
+
+// at::scaled_dot_product_attention on (B, H, T, D) views; no distance.
+Output sdpa_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, double dropout_p);
 
 }  // namespace prism::attention

@@ -12,14 +12,15 @@ Output reference_attention(const torch::Tensor& q, const torch::Tensor& k, const
   auto scores = torch::matmul(qh, kh.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(D)));
   auto mask = torch::ones({T, T}, torch::dtype(torch::kBool).device(q.device())).triu(1);
   scores = scores.masked_fill(mask, -std::numeric_limits<float>::infinity());
-  // Softmax in fp32 whatever the input dtype, as the fused kernels do.
-  auto probs = torch::softmax(scores.to(torch::kFloat), -1);
+  // Softmax in at least fp32 whatever the input dtype, as the fused kernels do
+  // (fp64 inputs keep fp64: tests use that as the ground truth).
+  auto probs = torch::softmax(scores.to(at::promote_types(scores.scalar_type(), torch::kFloat)), -1);
   Output res;
   if (want_distance) {
     torch::NoGradGuard no_grad;
-    auto pos = torch::arange(T, torch::dtype(torch::kFloat).device(q.device()));
+    auto pos = torch::arange(T, torch::dtype(probs.scalar_type()).device(q.device()));
     // sum_j p_ij (i - j) = i - sum_j p_ij j
-    res.distance = pos - torch::matmul(probs, pos);
+    res.distance = (pos - torch::matmul(probs, pos)).to(torch::kFloat);
   }
   auto p = probs.to(q.scalar_type());
   if (dropout_p > 0.0) p = torch::dropout(p, dropout_p, /*train=*/true);
