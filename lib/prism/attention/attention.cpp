@@ -4,6 +4,9 @@
 
 #include "prism/attention/fused.h"
 #include "prism/error.h"
+#ifdef PRISM_WITH_CUDA
+#include "prism/attention/cuda/cuda_attention.h"
+#endif
 
 namespace prism::attention {
 
@@ -15,6 +18,10 @@ namespace {
 // source of distance. Its portable (non-AVX-512) build is ~6x slower than SDPA
 // and ~2-3x slower than the reference, so auto leaves it alone there.
 Backend auto_backend(const Options& opt, const torch::Tensor& q) {
+#ifdef PRISM_WITH_CUDA
+  // The CUDA kernel covers fp32/bf16/fp16, head dims up to 256, no dropout; it reports distance too.
+  if (q.is_cuda() && cuda_attention_supports(q, opt.dropout_p)) return Backend::Cuda;
+#endif
   if (fused_unsupported_reason(q, opt.dropout_p).empty() && kernels::cpu::best_isa() != kernels::cpu::Isa::Scalar)
     return Backend::Fused;
   // SDPA has no distance output; the reference computes it from explicit probabilities.
@@ -23,7 +30,7 @@ Backend auto_backend(const Options& opt, const torch::Tensor& q) {
 
 }  // namespace
 
-bool supports_distance(Backend b) { return b == Backend::Reference || b == Backend::Fused; }
+bool supports_distance(Backend b) { return b == Backend::Reference || b == Backend::Fused || b == Backend::Cuda; }
 
 Backend resolve_backend(const Options& opt, const torch::Tensor& q) {
   switch (opt.backend) {
@@ -40,10 +47,20 @@ Backend resolve_backend(const Options& opt, const torch::Tensor& q) {
                     opt.dropout_p > 0.0 ? "set model.dropout: 0, or use attention.backend: auto, sdpa or reference"
                                         : "use attention.backend: auto, sdpa or reference");
       return Backend::Fused;
-    case Backend::Cuda: break;
+    case Backend::Cuda: {
+#ifdef PRISM_WITH_CUDA
+      std::string why;
+      if (!cuda_attention_supports(q, opt.dropout_p, &why))
+        throw Error(fmt::format("attention back end 'cuda' cannot run these inputs: {}", why), "attention.backend",
+                    "use attention.backend: auto (falls back to sdpa) or sdpa");
+      return Backend::Cuda;
+#else
+      break;
+#endif
+    }
   }
-  throw Error(fmt::format("attention back end '{}' is not available in this build", backend_name(opt.backend)),
-              "attention.backend", "use attention.backend: auto, reference, sdpa or fused");
+  throw Error(fmt::format("attention back end '{}' is not in this build", backend_name(opt.backend)), "attention.backend",
+              "rebuild with a CUDA LibTorch and nvcc (PRISM_CUDA=ON), or use attention.backend: auto, reference, sdpa or fused");
 }
 
 Output causal_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const Options& opt) {
@@ -56,6 +73,9 @@ Output causal_attention(const torch::Tensor& q, const torch::Tensor& k, const to
       return fused_attention(q, k, v, f);
     }
     case Backend::Sdpa: return sdpa_attention(q, k, v, opt.dropout_p);
+#ifdef PRISM_WITH_CUDA
+    case Backend::Cuda: return cuda_causal_attention(q, k, v, opt.want_distance);
+#endif
     default: return reference_attention(q, k, v, opt.dropout_p, opt.want_distance);
   }
 }

@@ -146,7 +146,11 @@ double Loop::validate() {
 std::vector<std::vector<double>> Loop::measure_distance() {
   torch::NoGradGuard ng;
   model_->eval();
+  // A back end without distance output (sdpa) hands this measurement to auto (fused or reference).
+  const auto configured = model_->attention_options().backend;
+  if (!attention::supports_distance(configured)) model_->attention_options().backend = attention::Backend::Auto;
   auto out = model_->forward(data_.distance_x.to(exec_.device), {}, /*want_distance=*/true);
+  model_->attention_options().backend = configured;
   std::vector<std::vector<double>> per_head;
   for (const auto& d : out.distance) {  // (B, h, T) -> mean over batch and queries
     auto m = d.to(torch::kDouble).mean({0, 2}).to(torch::kCPU).contiguous();
