@@ -140,13 +140,18 @@ TEST_CASE("NaN loss stops the run with a clear message and keeps the last good c
                                  f.config, f.dir.file("a")));
   INFO(r.output);
   CHECK(r.exit_code == 1);
-  CHECK_THAT(r.output, Catch::Contains("training loss is") && Catch::Contains("last good checkpoint"));
+  CHECK_THAT(r.output, Catch::Contains("training diverged") && Catch::Contains("last good checkpoint"));
   auto run = read_run(f.dir.file("a/run.h5"));
   CHECK(run["attrs"]["status"] == "failed");
   auto latest = read_file(f.dir.file("a/checkpoints/latest"));
   auto steps = run["datasets"]["train/step"].get<std::vector<int64_t>>();
   REQUIRE_FALSE(steps.empty());
   CHECK_THAT(latest, Catch::Contains(fmt::format("step_{:06d}", steps.back())));
+  // The kept checkpoint holds finite weights: it samples and it resumes.
+  for (double l : run["datasets"]["train/loss"].get<std::vector<double>>()) CHECK(std::isfinite(l));
+  auto sample = run_prism(fmt::format("sample {} --prompt x --tokens 3", f.dir.file("a")));
+  INFO(sample.output);
+  CHECK(sample.exit_code == 0);
 }
 
 TEST_CASE("bad input to prism train: one clear line naming the file and the fix", "[train][run]") {

@@ -4,6 +4,8 @@
 
 namespace prism {
 
+bool StepResult::diverged() const { return !std::isfinite(loss) || !std::isfinite(grad_norm); }
+
 StepResult optimizer_step(GPT& model, torch::optim::Optimizer& opt, const Execution& exec, const BatchSource& next,
                           int64_t accum, double grad_clip) {
   opt.zero_grad(true);
@@ -23,9 +25,13 @@ StepResult optimizer_step(GPT& model, torch::optim::Optimizer& opt, const Execut
   }
   StepResult r;
   r.loss = loss_sum.item<double>() / static_cast<double>(accum);
-  if (!std::isfinite(r.loss)) return r;
+  if (!std::isfinite(r.loss)) {
+    r.grad_norm = std::nan("");
+    return r;
+  }
   // clip_grad_norm_ returns the norm before clipping; a huge max_norm only measures it.
   r.grad_norm = torch::nn::utils::clip_grad_norm_(model->parameters(), grad_clip > 0 ? grad_clip : 1e30);
+  if (!std::isfinite(r.grad_norm)) return r;  // overflowed gradients: keep the last good weights
   opt.step();
   return r;
 }

@@ -15,12 +15,14 @@ using BatchSource = std::function<std::pair<torch::Tensor, torch::Tensor>()>;
 
 struct StepResult {
   double loss = 0;       // mean over micro-batches (NaN/inf if training diverged)
-  double grad_norm = 0;  // before clipping
+  double grad_norm = 0;  // before clipping (NaN if not computed)
+  bool diverged() const;
 };
 
-// Runs forward/backward on `accum` micro-batches and, if the loss is finite,
-// clips to `grad_clip` (0: no clipping) and steps the optimizer. The optimizer
-// is not stepped on a non-finite loss, so the weights stay the last good ones.
+// Runs forward/backward on `accum` micro-batches and, if the loss and the
+// gradient norm are finite, clips to `grad_clip` (0: no clipping) and steps the
+// optimizer. Otherwise the optimizer is not stepped, so the weights stay the
+// last good ones; callers check both numbers.
 StepResult optimizer_step(GPT& model, torch::optim::Optimizer& opt, const Execution& exec, const BatchSource& next,
                           int64_t accum, double grad_clip);
 

@@ -236,12 +236,12 @@ TrainSummary Loop::run() {
       set_learning_rate(*opt_, lr);
       auto r = optimizer_step(model_, *opt_, exec_, [&] { return data_.train->next(); }, accum_, c_.train.grad_clip);
       const double loss = r.loss, norm = r.grad_norm;
-      if (!std::isfinite(loss)) {
+      if (r.diverged()) {
         sum.status = "failed";
         sum.message = fmt::format(
-            "training loss is {} at step {}; stopped without saving this state. The last good checkpoint is {}. "
-            "Fix: lower train.lr, raise train.warmup_steps or use train.grad_clip",
-            loss, st_.step + 1, last_checkpoint_.empty() ? "none" : last_checkpoint_);
+            "training diverged at step {} (loss {}, gradient norm {}); stopped without applying or saving that step. "
+            "The last good checkpoint is {}. Fix: lower train.lr, raise train.warmup_steps or use train.grad_clip",
+            st_.step + 1, loss, norm, last_checkpoint_.empty() ? "none" : last_checkpoint_);
         break;
       }
       st_.step += 1;
