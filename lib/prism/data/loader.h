@@ -3,6 +3,20 @@
 // pairs of (B, T) int64 tensors with y shifted by one. Deterministic given the
 // seed and position; its state can be saved and restored for exact resume; and
 // it knows rank / world size, so data-parallel ranks read disjoint windows.
+//
+// The scheme. Each shard of n tokens holds floor((n - 1) / T) windows, window k
+// being tokens [k*T, k*T + T] (T+1 tokens: x is the first T, y the last T), so
+// consecutive windows share one token, as llm.c reads them; windows never cross
+// a shard boundary. All windows of all shards are numbered 0..W-1 in shard
+// order. An epoch is an order of those numbers: the identity (sequential) or a
+// Fisher-Yates shuffle driven by splitmix64 seeded from (seed, epoch), written
+// out here so it is the same with every compiler and standard library. A global
+// step takes the next G = B * world_size numbers of the order; rank r takes
+// numbers [r*B, (r+1)*B) of them. So ranks are disjoint, and their union at a
+// step is, row for row, the batch a single process with world_size 1 and batch
+// B * world_size reads at that step. An epoch has floor(W / G) steps; the
+// W mod G windows left over are not read in that epoch (others are in the next,
+// when shuffling).
 #include <torch/torch.h>
 
 #include <cstdint>
@@ -27,6 +41,10 @@ struct LoaderState {
   uint64_t seed = 0;
   uint64_t epoch = 0;
   uint64_t position = 0;  // batches served in this epoch (per rank)
+  // Digest of the data and shape (token counts, B, T, world size, shuffle) the
+  // state belongs to; restore() refuses a state of other data or shape.
+  // 0 skips the check.
+  uint64_t fingerprint = 0;
 };
 
 class TokenLoader {
@@ -43,6 +61,7 @@ class TokenLoader {
 
   int64_t tokens() const;            // tokens in all shards
   int64_t batches_per_epoch() const; // per rank
+  int64_t windows() const;           // W: windows of T+1 tokens in all shards
   const LoaderOptions& options() const { return opt_; }
 
  private:
@@ -52,7 +71,10 @@ class TokenLoader {
 };
 
 // Shards of a prepared corpus directory, by the llm.c naming (*_val_*.bin /
-// *_train_*.bin; shard 0 is validation when names carry no split).
+// *_train_*.bin, or *_val.bin / *_train.bin; shard 0 is validation when names
+// carry no split), sorted by
+// name. `split` is "train" or "val". Throws prism::Error when the directory or
+// the split has no shards.
 std::vector<std::string> find_shards(const std::string& dir, const std::string& split);
 
 }  // namespace prism

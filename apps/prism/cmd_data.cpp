@@ -1,0 +1,134 @@
+// prism data prepare: text files or a recipe -> llm.c-format token shards.
+#include <fmt/format.h>
+
+#include <iostream>
+#include <thread>
+
+#include <unistd.h>
+
+#include "cli.h"
+#include "prism/data/prepare.h"
+#include "prism/data/tokenizer.h"
+#include "prism/error.h"
+
+namespace prism::cli {
+namespace {
+
+const char* kUsage =
+    "[INPUT...] [options]\n\n"
+    "Tokenises UTF-8 text with GPT-2's BPE into llm.c-format shards: EOT before each\n"
+    "document, shard 0 (<name>_val_000000.bin) for validation, then training shards\n"
+    "(<name>_train_000001.bin, ...). INPUT: text files, or directories (every *.txt\n"
+    "below them). A recipe (data/recipes/<name>.yaml) names inputs and settings;\n"
+    "flags given with it override the recipe's.\n\n"
+    "examples:\n"
+    "  prism data prepare --recipe austen               (after data/get-corpus.sh)\n"
+    "  prism data prepare books/ -o data/cache/books --split blank-line --val-tokens 50000\n"
+    "  prism data prepare a.txt b.txt -o out --split marker --marker '<doc>'";
+
+std::string with_commas(uint64_t v) {
+  std::string s = std::to_string(v);
+  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), ",");
+  return s;
+}
+
+std::string duration(double s) {
+  if (s < 60) return fmt::format("{:.1f} s", s);
+  if (s < 3600) return fmt::format("{}m{:02d}s", int(s) / 60, int(s) % 60);
+  return fmt::format("{}h{:02d}m", int(s) / 3600, int(s) % 3600 / 60);
+}
+
+// One line, redrawn in place on a terminal, every few seconds otherwise.
+std::function<void(const PrepareProgress&)> progress_printer() {
+  const bool tty = ::isatty(STDERR_FILENO);
+  auto last = std::make_shared<double>(-1e9);
+  return [tty, last](const PrepareProgress& p) {
+    bool done = p.bytes_done == p.bytes_total;
+    if (!tty && !done && p.seconds - *last < 5) return;
+    *last = p.seconds;
+    double mbps = p.bytes_done / 1e6 / std::max(p.seconds, 1e-9);
+    double eta = mbps > 0 ? (p.bytes_total - p.bytes_done) / 1e6 / mbps : 0;
+    std::string line = fmt::format("prepare: {:.1f} of {:.1f} MB ({:.0f}%), {:.1f} MB/s, {} documents, {} tokens, ETA {}",
+                                   p.bytes_done / 1e6, p.bytes_total / 1e6, 100.0 * p.bytes_done / std::max<uint64_t>(p.bytes_total, 1),
+                                   mbps, with_commas(p.documents), with_commas(p.tokens), duration(eta));
+    if (tty)
+      std::cerr << "\r" << line << "\x1b[K" << (done ? "\n" : "") << std::flush;
+    else
+      std::cerr << line << "\n";
+  };
+}
+
+int prepare(const std::vector<std::string>& args) {
+  po::options_description o("prism data prepare");
+  o.add_options()
+      ("input", po::value<std::vector<std::string>>()->composing(), "text files or directories (also positional)")
+      ("recipe,r", po::value<std::string>(), "a recipe name (data/recipes/<name>.yaml) or a recipe file")
+      ("output,o", po::value<std::string>(), "directory for the shards")
+      ("name", po::value<std::string>(), "shard file prefix (default: the output directory's name)")
+      ("split", po::value<std::string>(), "documents: file (one per file, default), blank-line (paragraphs), marker")
+      ("marker", po::value<std::string>(), "for --split marker: the line that separates documents")
+      ("val-tokens", po::value<int64_t>(), "tokens in the validation shard (default 100000)")
+      ("shard-tokens", po::value<int64_t>(), "tokens per training shard (default 100000000)")
+      ("shuffle-seed", po::value<uint64_t>(), "shuffle the document order with this seed (default: input order)")
+      ("threads,j", po::value<int>()->default_value(0), "tokenising threads (0: all cores)")
+      ("vocab", po::value<std::string>()->default_value(default_vocab_path()), "gpt2.tiktoken (data/get-vocab.sh)")
+      ("force", po::bool_switch(), "replace shards already prepared in the output directory")
+      ("if-missing", po::bool_switch(), "do nothing if the output directory already holds a finished preparation")
+      ("quiet,q", po::bool_switch(), "no progress line");
+  po::positional_options_description pos;
+  pos.add("input", -1);
+  po::variables_map vm;
+  if (!parse("data prepare", kUsage, o, pos, args, vm)) return 0;
+
+  PrepareOptions opt;
+  if (vm.count("recipe")) opt = load_recipe(vm["recipe"].as<std::string>());
+  if (vm.count("input")) opt.inputs = vm["input"].as<std::vector<std::string>>();
+  if (vm.count("output")) opt.output = vm["output"].as<std::string>();
+  if (vm.count("name")) opt.name = vm["name"].as<std::string>();
+  if (vm.count("split")) opt.split = vm["split"].as<std::string>();
+  if (vm.count("marker")) opt.marker = vm["marker"].as<std::string>();
+  if (vm.count("val-tokens")) opt.val_tokens = vm["val-tokens"].as<int64_t>();
+  if (vm.count("shard-tokens")) opt.shard_tokens = vm["shard-tokens"].as<int64_t>();
+  if (vm.count("shuffle-seed")) opt.shuffle_seed = vm["shuffle-seed"].as<uint64_t>();
+  opt.threads = vm["threads"].as<int>();
+  opt.vocab = vm["vocab"].as<std::string>();
+  opt.force = vm["force"].as<bool>();
+  if (opt.inputs.empty())
+    throw Error("no input given", "command line", "give text files or directories, or --recipe NAME");
+  if (opt.output.empty()) throw Error("no output directory given", "command line", "pass --output DIR");
+
+  if (vm["if-missing"].as<bool>() && !opt.force) {
+    if (auto done = read_prepared(opt.output)) {
+      std::cout << fmt::format("{} already prepared: {} tokens in {} shards (--force to redo)\n", opt.output,
+                               with_commas(done->tokens), done->shards.size());
+      return 0;
+    }
+  }
+  if (!vm["quiet"].as<bool>()) opt.progress = progress_printer();
+  const int threads = opt.threads > 0 ? opt.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  auto s = prepare_corpus(opt);
+  std::cout << fmt::format("prepared {}: {} documents from {} files ({:.2f} MB) -> {} tokens\n", s.output,
+                           with_commas(s.documents), with_commas(s.files), s.bytes / 1e6, with_commas(s.tokens));
+  std::cout << fmt::format("  val   {:>12} tokens  {}\n", with_commas(s.val_tokens), s.shards.front());
+  std::cout << fmt::format("  train {:>12} tokens  {} shard{} ({} ...)\n", with_commas(s.train_tokens),
+                           s.shards.size() - 1, s.shards.size() == 2 ? "" : "s", s.shards[1]);
+  std::cout << fmt::format("  {} on {} thread{} ({:.1f} MB/s)\n", duration(s.seconds), threads, threads == 1 ? "" : "s",
+                           s.bytes / 1e6 / std::max(s.seconds, 1e-9));
+  return 0;
+}
+
+int run(const std::vector<std::string>& args) {
+  return guarded("data", [&] {
+    if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+      std::cout << "usage: prism data prepare " << kUsage << "\n\n`prism data prepare --help` lists the options.\n";
+      return args.empty() ? 2 : 0;
+    }
+    if (args[0] == "prepare") return prepare(std::vector<std::string>(args.begin() + 1, args.end()));
+    throw Error("unknown data command '" + args[0] + "'", "command line", "use `prism data prepare`");
+  });
+}
+
+const Registration reg{{40, "data", "prepare token shards from text (GPT-2 BPE, llm.c format)", run}};
+
+}  // namespace
+}  // namespace prism::cli

@@ -1,0 +1,166 @@
+#include "prism/data/loader.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "prism/data/shard.h"
+#include "prism/data/shuffle.h"
+#include "prism/error.h"
+
+namespace prism {
+
+struct TokenLoader::Impl {
+  std::vector<TokenShard> shards;
+  std::vector<uint64_t> first_window;  // per shard, then W at the end
+  uint64_t windows = 0, global_batch = 0, steps = 0;
+  int64_t tokens = 0;
+  uint64_t fingerprint = 0;
+  std::vector<uint32_t> order;  // this epoch's window numbers (shuffled loaders only)
+  LoaderState st;
+
+  void make_order(bool shuffle) {
+    if (!shuffle) return;
+    order.resize(windows);
+    for (uint64_t i = 0; i < windows; ++i) order[i] = static_cast<uint32_t>(i);
+    seeded_shuffle(order, hash_combine(hash_combine(0x5052495300000000ULL, st.seed), st.epoch));  // "PRIS"
+  }
+
+  // The tokens of window w (T+1 of them).
+  const uint16_t* window(uint64_t w, int64_t T) const {
+    size_t s = static_cast<size_t>(std::upper_bound(first_window.begin(), first_window.end(), w) - first_window.begin()) - 1;
+    return shards[s].tokens() + (w - first_window[s]) * static_cast<uint64_t>(T);
+  }
+};
+
+TokenLoader::TokenLoader(LoaderOptions opt) : impl_(std::make_shared<Impl>()), opt_(std::move(opt)) {
+  const std::string where = "data loader";
+  if (opt_.shards.empty()) throw Error("no token shards given", where, "point the data path at a prepared corpus directory");
+  if (opt_.batch < 1 || opt_.seq_len < 1)
+    throw Error(fmt::format("batch {} and sequence length {} must be at least 1", opt_.batch, opt_.seq_len), where,
+                "set a positive batch size and sequence length");
+  if (opt_.world_size < 1 || opt_.rank < 0 || opt_.rank >= opt_.world_size)
+    throw Error(fmt::format("rank {} is outside world size {}", opt_.rank, opt_.world_size), where,
+                "give 0 <= rank < world_size");
+  auto& m = *impl_;
+  const uint64_t T = static_cast<uint64_t>(opt_.seq_len);
+  m.global_batch = static_cast<uint64_t>(opt_.batch) * static_cast<uint64_t>(opt_.world_size);
+  uint64_t fp = hash_combine(hash_combine(hash_combine(1, T), m.global_batch), opt_.shuffle ? 1 : 0);
+  for (const auto& path : opt_.shards) {
+    TokenShard shard(path);
+    if (shard.size() < T + 1)
+      throw Error(fmt::format("the shard has {} tokens, fewer than one window of T+1 = {} tokens", shard.size(), T + 1),
+                  path, "lower T (the sequence length) or prepare more data into this shard");
+    m.first_window.push_back(m.windows);
+    m.windows += (shard.size() - 1) / T;
+    m.tokens += static_cast<int64_t>(shard.size());
+    fp = hash_combine(fp, shard.size());
+    m.shards.push_back(std::move(shard));
+  }
+  m.first_window.push_back(m.windows);
+  if (opt_.shuffle && m.windows > UINT32_MAX)
+    throw Error(fmt::format("{} windows are more than a shuffled loader numbers", m.windows), where,
+                "use a longer sequence length or fewer shards per loader");
+  m.steps = m.windows / m.global_batch;
+  if (m.steps == 0)
+    throw Error(fmt::format("the shards hold {} windows of T+1 = {} tokens, fewer than one batch of B x world_size = {} x {}",
+                            m.windows, T + 1, opt_.batch, opt_.world_size),
+                opt_.shards.size() == 1 ? opt_.shards[0] : std::filesystem::path(opt_.shards[0]).parent_path().string(),
+                "lower the batch size or T, or prepare more data");
+  m.fingerprint = fp ? fp : 1;
+  m.st.seed = opt_.seed;
+  m.st.fingerprint = m.fingerprint;
+  m.make_order(opt_.shuffle);
+}
+
+std::pair<torch::Tensor, torch::Tensor> TokenLoader::next() {
+  auto& m = *impl_;
+  if (m.st.position >= m.steps) {
+    ++m.st.epoch;
+    m.st.position = 0;
+    m.make_order(opt_.shuffle);
+  }
+  const int64_t B = opt_.batch, T = opt_.seq_len;
+  auto x = torch::empty({B, T}, torch::kInt64), y = torch::empty({B, T}, torch::kInt64);
+  int64_t* xp = x.data_ptr<int64_t>();
+  int64_t* yp = y.data_ptr<int64_t>();
+  const uint64_t first = m.st.position * m.global_batch + static_cast<uint64_t>(opt_.rank * B);
+  for (int64_t b = 0; b < B; ++b) {
+    uint64_t i = first + static_cast<uint64_t>(b);
+    const uint16_t* w = m.window(opt_.shuffle ? m.order[i] : i, T);
+    for (int64_t t = 0; t < T; ++t) {
+      xp[b * T + t] = w[t];
+      yp[b * T + t] = w[t + 1];
+    }
+  }
+  ++m.st.position;
+  return {x, y};
+}
+
+LoaderState TokenLoader::state() const { return impl_->st; }
+
+void TokenLoader::restore(const LoaderState& s) {
+  auto& m = *impl_;
+  if (s.fingerprint != 0 && s.fingerprint != m.fingerprint)
+    throw Error("the saved loader state belongs to other data or another shape (shards, T, B x world_size or shuffle)",
+                "resume state", "resume with the same data, sequence length, global batch and shuffle setting");
+  if (s.position > m.steps)
+    throw Error(fmt::format("the saved position {} is past the {} steps of an epoch", s.position, m.steps), "resume state",
+                "resume with the same data and batch shape");
+  bool reorder = s.seed != m.st.seed || s.epoch != m.st.epoch;
+  m.st.seed = s.seed;
+  m.st.epoch = s.epoch;
+  m.st.position = s.position;
+  if (reorder) m.make_order(opt_.shuffle);
+}
+
+void TokenLoader::reset() {
+  auto& m = *impl_;
+  bool reorder = m.st.epoch != 0;
+  m.st.epoch = 0;
+  m.st.position = 0;
+  if (reorder) m.make_order(opt_.shuffle);
+}
+
+int64_t TokenLoader::tokens() const { return impl_->tokens; }
+int64_t TokenLoader::batches_per_epoch() const { return static_cast<int64_t>(impl_->steps); }
+int64_t TokenLoader::windows() const { return static_cast<int64_t>(impl_->windows); }
+
+std::vector<std::string> find_shards(const std::string& dir, const std::string& split) {
+  namespace fs = std::filesystem;
+  if (split != "train" && split != "val")
+    throw Error("unknown split '" + split + "'", dir, "ask for \"train\" or \"val\"");
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    throw Error("data directory not found", dir,
+                "prepare one with `prism data prepare` (e.g. --recipe austen after data/get-corpus.sh), or give the "
+                "directory of llm.c shards");
+  std::vector<std::string> all;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.is_regular_file() && e.path().extension() == ".bin") all.push_back(e.path().string());
+  std::sort(all.begin(), all.end());
+  if (all.empty())
+    throw Error("no .bin token shards in the directory", dir, "prepare the data with `prism data prepare` first");
+  auto named = [](const std::string& p, const std::string& s) {  // fineweb_val_000000.bin, tiny_shakespeare_val.bin
+    std::string stem = fs::path(p).stem().string(), tag = "_" + s;
+    return stem.find(tag + "_") != std::string::npos ||
+           (stem.size() >= tag.size() && stem.compare(stem.size() - tag.size(), tag.size(), tag) == 0);
+  };
+  bool any_named = std::any_of(all.begin(), all.end(), [&](const auto& p) { return named(p, "val") || named(p, "train"); });
+  std::vector<std::string> out;
+  if (any_named) {
+    std::copy_if(all.begin(), all.end(), std::back_inserter(out), [&](const auto& p) { return named(p, split); });
+  } else if (split == "val") {
+    out.push_back(all.front());
+  } else {
+    out.assign(all.begin() + 1, all.end());
+  }
+  if (out.empty())
+    throw Error(fmt::format("no {} shards among the {} shards here", split, all.size()), dir,
+                fmt::format("prepare the data again (shard 0 is validation, the rest training), or add *_{}_*.bin shards",
+                            split));
+  return out;
+}
+
+}  // namespace prism

@@ -1,0 +1,423 @@
+#include "prism/data/prepare.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "prism/config/config.h"
+#include "prism/config/config_node.h"
+#include "prism/data/shard.h"
+#include "prism/data/shuffle.h"
+#include "prism/data/tokenizer.h"
+#include "prism/error.h"
+
+namespace prism {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr const char* kManifest = "prepare.json";
+constexpr uint64_t kChunkBytes = 8u << 20;  // text tokenised between two writes / progress reports
+constexpr size_t kChunkDocs = 8192;          // and at most this many documents (files mapped at once)
+
+// A whole input file, memory-mapped read-only.
+class MappedText {
+ public:
+  explicit MappedText(const std::string& path) : path_(path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw Error(std::string("cannot open: ") + std::strerror(errno), path, "check the file and its permissions");
+    struct stat st {};
+    ::fstat(fd, &st);
+    size_ = static_cast<size_t>(st.st_size);
+    if (size_ > 0) {
+      void* m = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+      if (m == MAP_FAILED) {
+        ::close(fd);
+        throw Error(std::string("cannot map: ") + std::strerror(errno), path, "check free memory");
+      }
+      data_ = static_cast<const char*>(m);
+    }
+    ::close(fd);
+  }
+  ~MappedText() {
+    if (data_) ::munmap(const_cast<char*>(data_), size_);
+  }
+  MappedText(const MappedText&) = delete;
+  MappedText& operator=(const MappedText&) = delete;
+  std::string_view text() const { return {data_, size_}; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  const char* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+// A document is a byte range of one input file. Files are mapped only while a
+// chunk that needs them is tokenised, so a corpus of a million small files
+// never holds a million mappings.
+struct Document {
+  uint64_t offset, length;
+  uint32_t file;
+};
+
+bool is_blank(std::string_view line) {
+  return std::all_of(line.begin(), line.end(), [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v'; });
+}
+
+std::string_view trim_newlines(std::string_view s) {
+  while (!s.empty() && (s.front() == '\n' || s.front() == '\r')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+// Cuts one file into documents by the split rule; empty documents are dropped.
+void split_documents(std::string_view text, uint32_t file, const PrepareOptions& opt, std::vector<Document>& out) {
+  auto add = [&](std::string_view d) {
+    if (!is_blank(trim_newlines(d)))
+      out.push_back({static_cast<uint64_t>(d.data() - text.data()), static_cast<uint64_t>(d.size()), file});
+  };
+  if (opt.split == "file") {
+    add(text);
+    return;
+  }
+  size_t doc_begin = std::string_view::npos, doc_end = 0, pos = 0;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    size_t end = nl == std::string_view::npos ? text.size() : nl;
+    std::string_view line = text.substr(pos, end - pos);
+    bool separator = opt.split == "blank-line" ? is_blank(line)
+                                               : (line.size() && line.back() == '\r' ? line.substr(0, line.size() - 1)
+                                                                                     : line) == opt.marker;
+    if (separator) {
+      if (doc_begin != std::string_view::npos) add(trim_newlines(text.substr(doc_begin, doc_end - doc_begin)));
+      doc_begin = std::string_view::npos;
+    } else {
+      if (doc_begin == std::string_view::npos) doc_begin = pos;
+      doc_end = end;
+    }
+    pos = end + 1;
+  }
+  if (doc_begin != std::string_view::npos) add(trim_newlines(text.substr(doc_begin, doc_end - doc_begin)));
+}
+
+std::vector<std::string> input_files(const PrepareOptions& opt) {
+  std::vector<std::string> files;
+  for (const auto& in : opt.inputs) {
+    std::error_code ec;
+    if (fs::is_directory(in, ec)) {
+      std::vector<std::string> found;
+      for (const auto& e : fs::recursive_directory_iterator(in))
+        if (e.is_regular_file() && e.path().extension() == ".txt") found.push_back(e.path().string());
+      if (found.empty())
+        throw Error("no .txt files in the input directory", in,
+                    opt.fetch_hint.empty() ? "put the text in .txt files (UTF-8)" : opt.fetch_hint);
+      std::sort(found.begin(), found.end());
+      files.insert(files.end(), found.begin(), found.end());
+    } else if (fs::is_regular_file(in, ec)) {
+      files.push_back(in);
+    } else {
+      throw Error("input not found", in, opt.fetch_hint.empty() ? "check the path" : opt.fetch_hint);
+    }
+  }
+  if (files.empty()) throw Error("no input text given", "prism data prepare", "give text files or directories, or --recipe");
+  return files;
+}
+
+std::string shard_name(const std::string& name, size_t index) {
+  return fmt::format("{}_{}_{:06d}.bin", name, index == 0 ? "val" : "train", index);
+}
+
+bool holds_preparation(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return false;
+  if (fs::exists(dir / kManifest)) return true;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.is_regular_file() && e.path().extension() == ".bin") return true;
+  return false;
+}
+
+void write_manifest(const fs::path& file, const PrepareOptions& opt, const PrepareSummary& s,
+                    const std::vector<uint64_t>& shard_tokens) {
+  nlohmann::json j;
+  j["format"] = "llm.c token shards: 256 x int32 header (20240520, 1, count), uint16 GPT-2 tokens";
+  j["recipe"] = opt.recipe;
+  j["name"] = opt.name.empty() ? fs::path(opt.output).filename().string() : opt.name;
+  j["inputs"] = opt.inputs;
+  j["files"] = s.files;
+  j["split"] = opt.split;
+  if (opt.split == "marker") j["marker"] = opt.marker;
+  j["shuffle_seed"] = opt.shuffle_seed ? nlohmann::json(*opt.shuffle_seed) : nlohmann::json(nullptr);
+  j["documents"] = s.documents;
+  j["bytes"] = s.bytes;
+  j["tokens"] = s.tokens;
+  j["val_tokens"] = s.val_tokens;
+  j["train_tokens"] = s.train_tokens;
+  j["shard_tokens"] = opt.shard_tokens;
+  j["seconds"] = s.seconds;
+  j["prism_version"] = PRISM_VERSION;
+  auto& shards = j["shards"] = nlohmann::json::array();
+  for (size_t i = 0; i < s.shards.size(); ++i)
+    shards.push_back({{"file", fs::path(s.shards[i]).filename().string()}, {"tokens", shard_tokens[i]}});
+  std::string tmp = file.string() + ".tmp";
+  std::ofstream out(tmp);
+  out << j.dump(2) << "\n";
+  out.close();
+  if (!out) throw Error("cannot write the manifest", tmp, "free disk space and run again");
+  fs::rename(tmp, file);
+}
+
+// Collects the token stream into shards: the validation shard, then training shards.
+class ShardAssembler {
+ public:
+  ShardAssembler(fs::path dir, std::string name, uint64_t val_tokens, uint64_t shard_tokens)
+      : dir_(std::move(dir)), name_(std::move(name)), val_(val_tokens), train_(shard_tokens) {
+    buf_.reserve(std::min<uint64_t>(std::max(val_, train_), 1u << 24));
+  }
+  void add(TokenId t) {
+    buf_.push_back(static_cast<uint16_t>(t));
+    if (buf_.size() == capacity()) flush();
+  }
+  void finish() {
+    if (!buf_.empty()) flush();
+  }
+  const std::vector<std::string>& files() const { return files_; }
+  const std::vector<uint64_t>& counts() const { return counts_; }
+
+ private:
+  uint64_t capacity() const { return files_.empty() ? val_ : train_; }
+  void flush() {
+    std::string file = (dir_ / shard_name(name_, files_.size())).string();
+    write_shard(file, buf_);
+    files_.push_back(file);
+    counts_.push_back(buf_.size());
+    buf_.clear();
+  }
+  fs::path dir_;
+  std::string name_;
+  uint64_t val_, train_;
+  std::vector<uint16_t> buf_;
+  std::vector<std::string> files_;
+  std::vector<uint64_t> counts_;
+};
+
+void check_options(const PrepareOptions& opt) {
+  const std::string where = "prism data prepare";
+  if (opt.output.empty()) throw Error("no output directory given", where, "pass --output DIR");
+  if (opt.split != "file" && opt.split != "blank-line" && opt.split != "marker")
+    throw Error("unknown split '" + opt.split + "'", where, "use file, blank-line or marker");
+  if (opt.split == "marker" && opt.marker.empty())
+    throw Error("split 'marker' needs the marker line", where, "pass --marker TEXT (a line that separates documents)");
+  if (opt.val_tokens < 1 || opt.shard_tokens < 1 || opt.shard_tokens > INT32_MAX || opt.val_tokens > INT32_MAX)
+    throw Error(fmt::format("val_tokens {} and shard_tokens {} must be in 1..{}", opt.val_tokens, opt.shard_tokens,
+                            INT32_MAX),
+                where, "choose positive sizes that fit a shard's int32 count");
+}
+
+}  // namespace
+
+PrepareSummary prepare_corpus(const PrepareOptions& opt) {
+  check_options(opt);
+  const auto start = Clock::now();
+  const fs::path out_dir(opt.output);
+  if (holds_preparation(out_dir) && !opt.force)
+    throw Error("the output directory already holds prepared shards", opt.output,
+                "pass --force to replace them, or choose another --output");
+
+  const auto files = input_files(opt);
+  Gpt2Tokenizer tok(opt.vocab.empty() ? default_vocab_path() : opt.vocab);
+  std::vector<Document> docs;
+  uint64_t total_bytes = 0;
+  for (uint32_t f = 0; f < files.size(); ++f) {
+    MappedText text(files[f]);
+    split_documents(text.text(), f, opt, docs);
+  }
+  for (const auto& d : docs) total_bytes += d.length;
+  if (docs.empty()) throw Error("the input holds no text", files.front(), "give non-empty text files");
+  if (opt.shuffle_seed) seeded_shuffle(docs, *opt.shuffle_seed);
+
+  // New shards go to a staging directory inside the output, and replace the old ones only when all are written.
+  fs::create_directories(out_dir);
+  const fs::path stage = out_dir / fmt::format(".prepare-{}", ::getpid());
+  fs::remove_all(stage);
+  fs::create_directories(stage);
+  struct StageCleanup {
+    fs::path p;
+    ~StageCleanup() {
+      std::error_code ec;
+      fs::remove_all(p, ec);
+    }
+  } cleanup{stage};
+
+  const std::string name = opt.name.empty() ? out_dir.filename().string() : opt.name;
+  ShardAssembler shards(stage, name.empty() ? "corpus" : name, opt.val_tokens, opt.shard_tokens);
+  const int threads = opt.threads > 0 ? opt.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  PrepareProgress progress;
+  progress.bytes_total = total_bytes;
+  std::vector<std::vector<TokenId>> tokens;
+
+  for (size_t first = 0; first < docs.size();) {
+    size_t last = first;
+    for (uint64_t bytes = 0; last < docs.size() && (bytes < kChunkBytes || last == first) && last - first < kChunkDocs; ++last)
+      bytes += docs[last].length;
+    std::map<uint32_t, std::unique_ptr<MappedText>> mapped;  // the files of this chunk
+    for (size_t d = first; d < last; ++d)
+      if (!mapped.count(docs[d].file)) mapped.emplace(docs[d].file, std::make_unique<MappedText>(files[docs[d].file]));
+    auto text_of = [&](const Document& doc) { return mapped.at(doc.file)->text().substr(doc.offset, doc.length); };
+    tokens.assign(last - first, {});
+    std::atomic<size_t> next{first};
+    std::mutex failure_mutex;
+    std::optional<Error> failure;
+    auto work = [&] {
+      for (size_t d; (d = next++) < last;) {
+        const Document& doc = docs[d];
+        const std::string_view text = text_of(doc);
+        auto& ids = tokens[d - first];
+        ids.reserve(text.size() / 3 + 2);
+        ids.push_back(tok.eot());
+        try {
+          tok.encode(text, ids);
+        } catch (const Error& e) {
+          std::lock_guard<std::mutex> lock(failure_mutex);
+          size_t bad = utf8_error_offset(text);
+          if (!failure && bad != std::string_view::npos) {
+            failure = Error(fmt::format("not valid UTF-8 at byte {}", doc.offset + bad), files[doc.file],
+                            "convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8) or leave it out");
+          } else if (!failure) {
+            failure = Error(e.what_part(), files[doc.file], e.fix());
+          }
+          next = last;
+        }
+      }
+    };
+    std::vector<std::thread> pool;
+    for (int t = 1; t < threads && t < static_cast<int>(last - first); ++t) pool.emplace_back(work);
+    work();
+    for (auto& t : pool) t.join();
+    if (failure) throw *failure;
+
+    for (size_t d = first; d < last; ++d) {
+      for (TokenId t : tokens[d - first]) shards.add(t);
+      progress.bytes_done += docs[d].length;
+      progress.tokens += tokens[d - first].size();
+    }
+    progress.documents = last;
+    progress.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    if (opt.progress) opt.progress(progress);
+    first = last;
+  }
+  if (progress.tokens <= static_cast<uint64_t>(opt.val_tokens))
+    throw Error(fmt::format("the text has {} tokens, not more than the {} of the validation shard: nothing is left to "
+                            "train on",
+                            progress.tokens, opt.val_tokens),
+                opt.inputs.size() == 1 ? opt.inputs[0] : "the inputs", "lower --val-tokens or give more text");
+  shards.finish();
+
+  // Swap in: drop the old manifest first (no manifest = not a finished preparation), move the new shards
+  // over the old names, remove old shards that the new set does not have, write the manifest last.
+  std::error_code ec;
+  fs::remove(out_dir / kManifest, ec);
+  PrepareSummary s;
+  s.output = opt.output;
+  std::vector<std::string> final_names;
+  for (const auto& f : shards.files()) {
+    fs::path dst = out_dir / fs::path(f).filename();
+    fs::rename(f, dst);
+    s.shards.push_back(dst.string());
+    final_names.push_back(dst.filename().string());
+  }
+  for (const auto& e : fs::directory_iterator(out_dir)) {
+    std::string fn = e.path().filename().string();
+    if (e.is_regular_file() && e.path().extension() == ".bin" &&
+        std::find(final_names.begin(), final_names.end(), fn) == final_names.end())
+      fs::remove(e.path(), ec);
+  }
+  s.files = files.size();
+  s.documents = docs.size();
+  s.bytes = total_bytes;
+  s.tokens = progress.tokens;
+  s.val_tokens = shards.counts().front();
+  s.train_tokens = s.tokens - s.val_tokens;
+  s.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  write_manifest(out_dir / kManifest, opt, s, shards.counts());
+  return s;
+}
+
+std::optional<PrepareSummary> read_prepared(const std::string& dir) {
+  fs::path file = fs::path(dir) / kManifest;
+  std::ifstream in(file);
+  if (!in) return std::nullopt;
+  try {
+    auto j = nlohmann::json::parse(in);
+    PrepareSummary s;
+    s.output = dir;
+    s.files = j.at("files").get<uint64_t>();
+    s.documents = j.at("documents").get<uint64_t>();
+    s.bytes = j.at("bytes").get<uint64_t>();
+    s.tokens = j.at("tokens").get<uint64_t>();
+    s.val_tokens = j.at("val_tokens").get<uint64_t>();
+    s.train_tokens = j.at("train_tokens").get<uint64_t>();
+    s.seconds = j.at("seconds").get<double>();
+    for (const auto& sh : j.at("shards")) s.shards.push_back((fs::path(dir) / sh.at("file").get<std::string>()).string());
+    return s;
+  } catch (const std::exception& e) {
+    throw Error(std::string("damaged manifest: ") + e.what(), file.string(), "prepare the data again with --force");
+  }
+}
+
+PrepareOptions load_recipe(const std::string& name_or_path) {
+  fs::path file(name_or_path);
+  if (file.extension() != ".yaml" && file.extension() != ".yml") file = fs::path("data/recipes") / (name_or_path + ".yaml");
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec)) {
+    std::string known;
+    if (fs::is_directory("data/recipes", ec))
+      for (const auto& e : fs::directory_iterator("data/recipes"))
+        if (e.path().extension() == ".yaml") known += (known.empty() ? "" : ", ") + e.path().stem().string();
+    throw Error("recipe not found", file.string(),
+                known.empty() ? "run from the repository root, or give the recipe file's path"
+                              : "use one of: " + known + " (from the repository root), or give a recipe file's path");
+  }
+  ConfigNode node(load_yaml_file(file.string()), file.string());
+  const fs::path base = file.parent_path();
+  auto resolve = [&](const std::string& p) { return fs::path(p).is_absolute() ? p : (base / p).lexically_normal().string(); };
+  PrepareOptions o;
+  o.recipe = file.stem().string();
+  o.name = node.get<std::string>("name", o.recipe);
+  YAML::Node in = node.raw("input");
+  if (!in) throw Error("missing required key 'input'", file.string(), "add input: <text file or directory>");
+  if (in.IsSequence())
+    for (const auto& i : in) o.inputs.push_back(resolve(i.as<std::string>()));
+  else
+    o.inputs.push_back(resolve(in.as<std::string>()));
+  o.output = resolve(node.require<std::string>("output"));
+  o.split = node.get_choice("split", "file", {"file", "blank-line", "marker"});
+  o.marker = node.get<std::string>("marker", "");
+  o.val_tokens = node.get_int("val_tokens", o.val_tokens, 1, INT32_MAX);
+  o.shard_tokens = node.get_int("shard_tokens", o.shard_tokens, 1, INT32_MAX);
+  if (auto seed = node.maybe<uint64_t>("shuffle_seed")) o.shuffle_seed = *seed;
+  if (auto fetch = node.maybe<std::string>("fetch")) o.fetch_hint = "run " + *fetch + " first (it fetches the text)";
+  node.get<std::string>("license", "");      // documentation only
+  node.get<std::string>("description", "");  // documentation only
+  node.finish();
+  return o;
+}
+
+}  // namespace prism

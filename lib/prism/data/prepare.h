@@ -1,0 +1,68 @@
+#pragma once
+// Corpus preparation: UTF-8 text files -> GPT-2 token shards in llm.c's format.
+// Each document becomes EOT (50256) followed by its tokens; the stream of all
+// documents, in a fixed order, fills the validation shard first
+// (<name>_val_000000.bin, val_tokens tokens) and then training shards of
+// shard_tokens tokens (<name>_train_000001.bin, ...). A document may run across
+// a shard boundary, as in llm.c. Tokenisation runs on many threads; the output
+// is byte for byte the same for any thread count.
+//
+// A finished preparation also leaves prepare.json (what was read, counts, the
+// shard list); it is written last, so its presence means the shards are whole.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace prism {
+
+struct PrepareProgress {
+  uint64_t bytes_done = 0, bytes_total = 0;  // text bytes tokenised / to tokenise
+  uint64_t documents = 0, tokens = 0;
+  double seconds = 0;
+};
+
+struct PrepareOptions {
+  std::vector<std::string> inputs;  // text files, or directories (every *.txt below them, by path)
+  std::string output;               // directory for the shards (created)
+  std::string name;                 // shard file prefix; default: the output directory's name
+  std::string vocab;                // gpt2.tiktoken; default: default_vocab_path()
+  // How files divide into documents: "file" (one per file), "blank-line"
+  // (paragraphs: runs of non-blank lines), "marker" (lines equal to `marker`).
+  std::string split = "file";
+  std::string marker;
+  int64_t val_tokens = 100000;
+  int64_t shard_tokens = 100000000;
+  int threads = 0;                       // 0: every hardware thread
+  std::optional<uint64_t> shuffle_seed;  // shuffle the document order (then the val shard samples the whole corpus)
+  bool force = false;                    // replace a prepared directory
+  std::string recipe;                    // recorded in prepare.json
+  std::string fetch_hint;                // how to get the inputs, for the "input missing" error
+  std::function<void(const PrepareProgress&)> progress;  // called from the calling thread
+};
+
+struct PrepareSummary {
+  std::string output;
+  uint64_t files = 0, documents = 0, bytes = 0;
+  uint64_t tokens = 0, val_tokens = 0, train_tokens = 0;
+  std::vector<std::string> shards;  // paths, val first
+  double seconds = 0;
+};
+
+// Throws prism::Error for missing inputs, non-UTF-8 text (file and byte), too
+// little text for a validation and a training shard, an already prepared
+// output without `force`, or a write failure (the previous shards stay intact).
+PrepareSummary prepare_corpus(const PrepareOptions& opt);
+
+// A recipe: a YAML file naming the inputs and settings of one corpus, e.g.
+// data/recipes/austen.yaml. `name_or_path` is a file path, or a name looked up
+// as data/recipes/<name>.yaml under the current directory. Relative paths in a
+// recipe are relative to the recipe file.
+PrepareOptions load_recipe(const std::string& name_or_path);
+
+// The summary stored in <dir>/prepare.json, if the directory holds a finished
+// preparation.
+std::optional<PrepareSummary> read_prepared(const std::string& dir);
+
+}  // namespace prism
