@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "prism/error.h"
 
 namespace prism {
@@ -42,7 +44,11 @@ void flatten(const YAML::Node& node, const std::string& prefix, const KeyOrigins
     if (axis.values.empty())
       throw Error(fmt::format("the search space is empty: sweep.grid.{} has no values", key), where,
                   fmt::format("give {} a list of values, e.g. [0, 1], or remove it", key));
-    out.push_back(axis);
+    // `train.seed: [...]` and `train: {seed: [...]}` name one axis (an override
+    // sweep.grid.train.seed=[...] writes the nested form): the later one wins.
+    auto same = std::find_if(out.begin(), out.end(), [&](const GridAxis& a) { return a.key == key; });
+    if (same != out.end()) *same = axis;
+    else out.push_back(axis);
   }
 }
 

@@ -164,6 +164,8 @@ LaunchReport launch_local(const std::vector<TrialRun>& runs, const LaunchOptions
   const int width = static_cast<int>(std::to_string(total).size());
   auto tag = [&](size_t pos) { return fmt::format("[{:>{}}/{}]", pos + 1, width, total); };
 
+  // A trial with its own process group is signalled as a whole (anything it started goes too).
+  auto group = [&](pid_t pid) { return o.own_process_group ? -pid : pid; };
   SignalScope signals;
   int signals_seen = 0;
   bool stopping = false;
@@ -260,7 +262,9 @@ LaunchReport launch_local(const std::vector<TrialRun>& runs, const LaunchOptions
                               ins.checkpoint ? "; its checkpoint is kept and --retry-failed resumes it" : "");
       ++report.failed;
       log(fmt::format("{} FAILED  {}: {}", tag(a.position), run.label, r.message));
-    } else if (code == 130 || code == 128 + SIGTERM || code == 128 + SIGINT || ins.h5_status == "interrupted") {
+    } else if (stopping || code == 130 || code == 128 + SIGTERM || code == 128 + SIGINT ||
+               ins.h5_status == "interrupted") {
+      // We asked it to stop (or someone else did): whatever its exit, its checkpoints decide the resume.
       r.status = "interrupted";
       r.message = stopping ? "stopped with the sweep; the next run of the sweep resumes it"
                            : "stopped by a signal; the next run of the sweep resumes it";
@@ -288,7 +292,7 @@ LaunchReport launch_local(const std::vector<TrialRun>& runs, const LaunchOptions
       stopping = true;
       report.stopped = true;
       if (o.own_process_group)
-        for (auto& a : active) kill(a.pid, SIGTERM);  // one per signal received: the second one is immediate
+        for (auto& a : active) kill(-a.pid, SIGTERM);  // one per signal received: the second one is immediate
     }
     while (!stopping && next < total && static_cast<int>(active.size()) < jobs) start(next++);
     if (stopping) next = total;
@@ -306,9 +310,9 @@ LaunchReport launch_local(const std::vector<TrialRun>& runs, const LaunchOptions
         a.kill_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.grace_s));
         log(fmt::format("{} timeout {} after {:.0f} s: asking it to checkpoint and stop", tag(a.position), a.run->label,
                         o.timeout_s));
-        kill(a.pid, SIGTERM);
+        kill(group(a.pid), SIGTERM);
       } else if (a.timed_out && Clock::now() > a.kill_at) {
-        kill(a.pid, SIGKILL);
+        kill(group(a.pid), SIGKILL);
         a.kill_at = Clock::now() + std::chrono::hours(1);
       }
       ++i;

@@ -179,7 +179,7 @@ SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& o) {
                   o.dir, lo.jobs, lo.threads, lo.threads == 1 ? "" : "s",
                   lo.timeout_s > 0 ? fmt::format(", timeout {:.0f} s per run", lo.timeout_s) : ""));
 
-  bool stopped = false;
+  bool stopped = false, launched = false;
   size_t decisions_shown = 0;
   while (true) {
     SweepStage stage = sweep_stage(plan, o.dir, lo.retry_failed);
@@ -188,11 +188,14 @@ SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& o) {
       log(fmt::format("halving rung {} ({} steps): {:<3} {} val loss {:.4f} -> {}", d.rung, d.steps,
                       fmt::format("#{}", d.rank), d.group, d.val_loss, d.promoted ? "promoted (" + d.reason + ")" : d.reason));
     }
-    if (stage.finished) break;
+    if (stage.finished && launched) break;
     if (plan.settings.halving.enabled)
       log(fmt::format("halving rung {}: {} configuration runs at {} steps", stage.rung, stage.trials.size(), stage.steps));
+    // A finished stage still goes through the launcher once: it says what it skips and why.
     const auto report = launch_local(stage_runs(plan, o.dir, stage, false), lo);
+    launched = true;
     lo.retry_failed = false;  // a retry is one more attempt, not a loop
+    if (stage.finished) break;
     if (report.stopped) {
       stopped = true;
       break;

@@ -97,7 +97,9 @@ SweepLock SweepLock::acquire(const std::string& path, Mode mode, double wait_s, 
       throw Error(fmt::format("cannot lock: {}", std::strerror(errno)), path, "check the file system supports flock");
     }
     if (std::chrono::steady_clock::now() >= deadline) {
-      std::string holder = read_text(path);
+      // Shared holders are Slurm tasks; an exclusive holder wrote who it is.
+      std::string holder;
+      if (mode == Mode::Shared || ::flock(fd, LOCK_SH | LOCK_NB) != 0) holder = read_text(path);
       while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
       ::close(fd);
       throw Error(fmt::format("the sweep directory is in use{}", holder.empty() ? " (by Slurm tasks of this sweep)"
@@ -116,11 +118,18 @@ SweepLock SweepLock::acquire(const std::string& path, Mode mode, double wait_s, 
       (void)n;
     }
   }
-  return SweepLock(fd);
+  SweepLock lock(fd);
+  lock.exclusive_ = mode == Mode::Exclusive;
+  return lock;
 }
 
 SweepLock::~SweepLock() {
-  if (fd_ >= 0) ::close(fd_);  // closing the descriptor releases the flock
+  if (fd_ < 0) return;
+  if (exclusive_) {  // the holder's line goes with the lock (a killed holder's stays, without a lock)
+    const int ignored = ftruncate(fd_, 0);
+    (void)ignored;
+  }
+  ::close(fd_);  // closing the descriptor releases the flock
 }
 
 RunRecord read_record(const std::string& dir) {

@@ -28,7 +28,7 @@ class SweepLock {
   enum class Mode { Exclusive, Shared };
   // Waits up to wait_s for the lock; then throws prism::Error naming the holder.
   static SweepLock acquire(const std::string& path, Mode mode, double wait_s, const std::string& purpose);
-  SweepLock(SweepLock&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  SweepLock(SweepLock&& o) noexcept : fd_(o.fd_), exclusive_(o.exclusive_) { o.fd_ = -1; }
   SweepLock& operator=(SweepLock&&) = delete;
   SweepLock(const SweepLock&) = delete;
   ~SweepLock();
@@ -36,6 +36,7 @@ class SweepLock {
  private:
   explicit SweepLock(int fd) : fd_(fd) {}
   int fd_ = -1;
+  bool exclusive_ = false;
 };
 
 // The runner's record of a run (trial.json).
