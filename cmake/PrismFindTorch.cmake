@@ -39,3 +39,9 @@ if(NOT PRISM_PYTHON)
   endif()
 endif()
 set(PRISM_PYTHON ${PRISM_PYTHON} CACHE FILEPATH "Python with torch, for reference scripts")
+# LibTorch 2.14 and newer refuse to compile below C++20 (torch/all.h); the project
+# itself is C++17 code, so the standard only rises when the LibTorch found needs it.
+if(Torch_VERSION VERSION_GREATER_EQUAL 2.14 AND CMAKE_CXX_STANDARD LESS 20)
+  message(STATUS "prism: LibTorch ${Torch_VERSION} needs C++20; compiling C++ as C++20")
+  set(CMAKE_CXX_STANDARD 20)
+endif()

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up a fresh Debian machine to build and test Prism; idempotent: a second
-# run only checks. Steps: Debian packages -> Python venv (.venv) -> CMake configure (build/).
+# run only checks. Steps: Debian packages -> Python venv (.venv) -> GPT-2 vocabulary
+# and the default corpus (data/cache/) -> CMake configure (build/).
 #   scripts/setup.sh            everything
 #   PRISM_BUILD_DIR=dir         configure another build directory (default: build)
 #   CMAKE_PREFIX_PATH=/libtorch use your own LibTorch 2.x instead of the venv's torch
@@ -43,7 +44,11 @@ else
   say "Python packages: up to date ($(.venv/bin/python -c 'import torch; print("torch", torch.__version__)'))"
 fi
 
-# 3. CMake ---------------------------------------------------------------------
+# 3. Vocabulary and default corpus (data/cache/, ignored by git; idempotent) ---
+bash data/get-vocab.sh
+bash data/get-corpus.sh
+
+# 4. CMake ---------------------------------------------------------------------
 if [ -f "$build/CMakeCache.txt" ]; then
   say "CMake: $build/ already configured"
 else

@@ -43,7 +43,7 @@ struct Measured {
 };
 
 Measured time_prism(const ModelConfig& mc, const HeadSchedule& s, const std::string& backend, bool bf16, int64_t B,
-                    int64_t T, int steps, int warmup) {
+                    int64_t T, int steps, int warmup, const std::string& profile = "") {
   TrainConfig tc;
   tc.device = "cpu";
   tc.threads = torch::get_num_threads();
@@ -60,6 +60,8 @@ Measured time_prism(const ModelConfig& mc, const HeadSchedule& s, const std::str
   };
   Measured m;
   for (int i = 0; i < warmup; ++i) optimizer_step(model, *opt, exec, next, 1, 1.0);
+  std::unique_ptr<torch::autograd::profiler::RecordProfile> prof;
+  if (!profile.empty()) prof = std::make_unique<torch::autograd::profiler::RecordProfile>(profile);
   auto t0 = Clock::now();
   for (int i = 0; i < steps; ++i) m.loss = optimizer_step(model, *opt, exec, next, 1, 1.0).loss;
   m.tokens_per_s = static_cast<double>(B * T * steps) / std::chrono::duration<double>(Clock::now() - t0).count();
@@ -107,6 +109,7 @@ int run(const std::vector<std::string>& args) {
         ("backend", po::value<std::string>()->default_value("auto"), "attention back end")
         ("threads", po::value<int>()->default_value(0), "intra-op threads (0: all cores)")
         ("no-reference", po::bool_switch(), "skip the PyTorch reference loop")
+        ("profile", po::value<std::string>(), "write a Chrome trace of the timed Prism steps (uniform) to this file")
         ("python", po::value<std::string>()->default_value(reference_python()), "Python with torch for the reference");
     po::positional_options_description pos;
     po::variables_map vm;
@@ -146,7 +149,8 @@ int run(const std::vector<std::string>& args) {
         std::cout << fmt::format("{:<5} {:<34} {:>10.0f} {:>11} {:>11} {:>11.1f}%\n", name, "PyTorch eager, uniform",
                                  ref.tokens_per_s, "1.00x", "", 100.0 * ref.tokens_per_s * flops_per_token / peak);
       }
-      auto u = time_prism(mc, uniform, backend, bf16, B, T, steps, warmup);
+      auto u = time_prism(mc, uniform, backend, bf16, B, T, steps, warmup,
+                          vm.count("profile") ? vm["profile"].as<std::string>() + (bf16 ? ".bf16.json" : ".fp32.json") : "");
       auto p = time_prism(mc, prism, backend, bf16, B, T, steps, warmup);
       auto vs_ref = [&](double v) { return ref.tokens_per_s > 0 ? fmt::format("{:.2f}x", v / ref.tokens_per_s) : std::string("-"); };
       std::cout << fmt::format("{:<5} {:<34} {:>10.0f} {:>11} {:>11} {:>11.1f}%\n", name, "Prism C++, uniform " + uniform.compact(),

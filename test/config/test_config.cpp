@@ -18,7 +18,7 @@ std::string error_of(const std::string& yaml) {
 }
 }  // namespace
 
-TEST_CASE("a preset fills the model; keys override it", "[config]") {
+TEST_CASE("a preset fills the model and keys override it", "[config]") {
   auto c = parse("model: {preset: gpt2-124m, dropout: 0.1}\n");
   CHECK(c.model.n_layer == 12);
   CHECK(c.model.d_model == 768);

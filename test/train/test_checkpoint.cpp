@@ -67,7 +67,7 @@ TEST_CASE("checkpoint round trip continues bit-exactly (weights, AdamW moments, 
   for (const auto& p : pa) CHECK(torch::equal(p.value(), pb[p.key()]));
 }
 
-TEST_CASE("checkpoints keep the newest two; latest names a complete one", "[train][checkpoint]") {
+TEST_CASE("checkpoints keep the newest two and latest names a complete one", "[train][checkpoint]") {
   test::TempDir dir;
   Setup a(1);
   a.step(1);

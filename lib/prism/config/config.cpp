@@ -147,6 +147,8 @@ Config parse_config(const YAML::Node& root, const std::string& source, std::shar
   att.finish();
   c.train = parse_train_section(top.child("train"));
   c.data = parse_data_section(top.child("data"));
+  if (c.train.seq_len == 0) c.train.seq_len = c.model.block_size;
+  check_tokens_per_step(c.train, source + " key train.tokens_per_step");
   if (c.train.seq_len > c.model.block_size)
     throw Error(fmt::format("train.seq_len = {} exceeds model.block_size = {}", c.train.seq_len, c.model.block_size),
                 source + " key train.seq_len", fmt::format("use train.seq_len <= {} or raise model.block_size", c.model.block_size));

@@ -14,10 +14,10 @@ TrainConfig parse_train_section(ConfigNode n) {
   t.device = n.get_choice("device", t.device, {"auto", "cpu", "cuda"});
   t.threads = static_cast<int>(n.get_int("threads", t.threads, 0, 4096));
   t.batch_size = n.get_int("batch_size", t.batch_size, 1, 1 << 20);
-  t.seq_len = n.get_int("seq_len", t.seq_len, 1, 1 << 20);
+  t.seq_len = n.get_int("seq_len", t.seq_len, 0, 1 << 20);
   t.tokens_per_step = n.get_int("tokens_per_step", t.tokens_per_step, 0, kBig);
   t.max_steps = n.get_int("max_steps", t.max_steps, 1, kBig);
-  t.lr = n.get_real("lr", t.lr, 0.0, 10.0);
+  t.lr = n.get_real("lr", t.lr, 0.0, 1e4);
   t.min_lr_ratio = n.get_real("min_lr_ratio", t.min_lr_ratio, 0.0, 1.0);
   t.warmup_steps = n.get_int("warmup_steps", t.warmup_steps, 0, kBig);
   t.decay = n.get_choice("decay", t.decay, {"cosine", "linear", "constant"});
@@ -33,14 +33,16 @@ TrainConfig parse_train_section(ConfigNode n) {
   t.distance_every = n.get_int("distance_every", t.distance_every, 0, kBig);
   t.distance_batch = n.get_int("distance_batch", t.distance_batch, 1, 1 << 20);
   t.checkpoint_every = n.get_int("checkpoint_every", t.checkpoint_every, 0, kBig);
+  n.finish();
+  return t;
+}
+
+void check_tokens_per_step(const TrainConfig& t, const std::string& where) {
   if (t.tokens_per_step > 0 && t.tokens_per_step % (t.batch_size * t.seq_len) != 0)
     throw Error(fmt::format("train.tokens_per_step = {} is not a multiple of batch_size x seq_len = {}",
                             t.tokens_per_step, t.batch_size * t.seq_len),
-                n.where("tokens_per_step"),
-                fmt::format("use a multiple of {} (gradient accumulation runs whole micro-batches)",
-                            t.batch_size * t.seq_len));
-  n.finish();
-  return t;
+                where, fmt::format("use a multiple of {} (gradient accumulation runs whole micro-batches)",
+                                   t.batch_size * t.seq_len));
 }
 
 DataConfig parse_data_section(ConfigNode n) {

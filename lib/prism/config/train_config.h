@@ -13,7 +13,7 @@ struct TrainConfig {
   std::string device = "auto";   // auto | cpu | cuda
   int threads = 0;               // intra-op threads; 0 = every core
   int64_t batch_size = 8;        // micro-batch B per process
-  int64_t seq_len = 256;         // T, at most model.block_size
+  int64_t seq_len = 0;           // T, at most model.block_size; 0 = block_size
   int64_t tokens_per_step = 0;   // optimizer step size in tokens; 0 = one micro-batch (B*T)
   int64_t max_steps = 1000;
   double lr = 6e-4;              // peak learning rate
@@ -38,6 +38,8 @@ struct DataConfig {
 };
 
 TrainConfig parse_train_section(ConfigNode node);
+// tokens_per_step must be whole micro-batches (after seq_len is resolved).
+void check_tokens_per_step(const TrainConfig& t, const std::string& where);
 DataConfig parse_data_section(ConfigNode node);
 
 }  // namespace prism

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "prism/error.h"
+#include "prism/model/lm_loss.h"
 #include "prism/schedule/rules.h"
 
 namespace prism {
@@ -116,10 +117,11 @@ GPTOutput GPTImpl::forward(const torch::Tensor& idx, const torch::Tensor& target
   for (size_t l = 0; l < h->size(); ++l)
     x = h[l]->as<Block>()->forward(x, attn_, want_distance ? &out.distance[l] : nullptr);
   x = ln_f(x);
-  out.logits = F::linear(x, wte->weight);  // LM head tied to the token embedding
   if (targets.defined()) {
-    out.loss = F::cross_entropy(out.logits.view({-1, out.logits.size(-1)}).to(torch::kFloat), targets.reshape({-1}),
-                                F::CrossEntropyFuncOptions().ignore_index(-1));
+    // LM head (tied to the token embedding) and loss fused: the (B T x V) logits are never stored.
+    out.loss = lm_head_cross_entropy(x.reshape({-1, x.size(-1)}), wte->weight, targets.reshape({-1}));
+  } else {
+    out.logits = F::linear(x, wte->weight);
   }
   return out;
 }

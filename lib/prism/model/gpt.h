@@ -57,8 +57,9 @@ class BlockImpl : public torch::nn::Module {
 TORCH_MODULE(Block);
 
 struct GPTOutput {
-  torch::Tensor logits;                 // (B, T, V)
-  torch::Tensor loss;                   // scalar mean cross-entropy, when targets were given
+  torch::Tensor logits;                 // (B, T, V), when no targets were given
+  torch::Tensor loss;                   // scalar mean cross-entropy, when targets were given (logits are then
+                                        // not materialised: see lm_loss.h)
   std::vector<torch::Tensor> distance;  // per layer (B, h_l, T), when requested
 };
 

@@ -30,8 +30,47 @@ std::unique_ptr<torch::optim::AdamW> make_adamw(torch::nn::Module& model, const 
   std::vector<torch::optim::OptimizerParamGroup> groups;
   groups.emplace_back(decay, opts(t.weight_decay));
   groups.emplace_back(no_decay, opts(0.0));
-  return std::make_unique<torch::optim::AdamW>(
+  return std::make_unique<FusedAdamW>(
       groups, torch::optim::AdamWOptions(t.lr).betas({t.beta1, t.beta2}).eps(t.eps).weight_decay(t.weight_decay));
+}
+
+torch::Tensor FusedAdamW::step(LossClosure closure) {
+  torch::NoGradGuard no_grad;
+  torch::Tensor loss;
+  if (closure) {
+    torch::AutoGradMode grad(true);
+    loss = closure();
+  }
+  for (auto& group : param_groups()) {
+    auto& o = static_cast<torch::optim::AdamWOptions&>(group.options());
+    TORCH_CHECK(!o.amsgrad(), "FusedAdamW: amsgrad is not supported");
+    std::vector<torch::Tensor> params, grads, m, v, steps;
+    std::vector<torch::optim::AdamWParamState*> states;
+    for (auto& p : group.params()) {
+      if (!p.grad().defined()) continue;
+      auto& slot = state()[p.unsafeGetTensorImpl()];
+      if (!slot) {
+        auto st = std::make_unique<torch::optim::AdamWParamState>();
+        st->step(0);
+        st->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+        st->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+        slot = std::move(st);
+      }
+      auto* st = static_cast<torch::optim::AdamWParamState*>(slot.get());
+      params.push_back(p);
+      grads.push_back(p.grad());
+      m.push_back(st->exp_avg());
+      v.push_back(st->exp_avg_sq());
+      // The kernel reads the already-incremented step count (bias corrections).
+      steps.push_back(torch::full({}, static_cast<double>(st->step() + 1), p.options().dtype(torch::kFloat)));
+      states.push_back(st);
+    }
+    if (params.empty()) continue;
+    at::_fused_adamw_(params, grads, m, v, {}, steps, o.lr(), std::get<0>(o.betas()), std::get<1>(o.betas()),
+                      o.weight_decay(), o.eps(), /*amsgrad=*/false, /*maximize=*/false);
+    for (auto* st : states) st->step(st->step() + 1);
+  }
+  return loss;
 }
 
 void set_learning_rate(torch::optim::Optimizer& opt, double lr) {

@@ -1,0 +1,98 @@
+// prism sample CHECKPOINT --prompt TEXT: text from a trained model.
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "cli.h"
+#include "prism/data/tokenizer.h"
+#include "prism/error.h"
+#include "prism/model/sample.h"
+#include "prism/train/checkpoint.h"
+#include "support_paths.h"
+
+#include <filesystem>
+
+namespace prism::cli {
+namespace {
+
+// Bytes at the end of `s` that start a UTF-8 character not yet complete.
+size_t utf8_incomplete_tail(const std::string& s) {
+  for (size_t back = 1; back <= 4 && back <= s.size(); ++back) {
+    auto c = static_cast<unsigned char>(s[s.size() - back]);
+    if ((c & 0xC0) == 0x80) continue;  // continuation byte: keep looking for the lead
+    size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+    return need > back ? back : 0;
+  }
+  return 0;
+}
+
+// $PRISM_VOCAB, ./data/cache/gpt2.tiktoken, or the source tree's copy.
+std::string vocab_path() {
+  std::string p = default_vocab_path();
+  if (std::getenv("PRISM_VOCAB") || std::filesystem::exists(p)) return p;
+  return reference_source_dir() + "/data/cache/gpt2.tiktoken";
+}
+
+const char* kUsage =
+    "CHECKPOINT --prompt TEXT [options]\n\n"
+    "CHECKPOINT is a run directory (its newest checkpoint), a checkpoint directory or a\n"
+    "model.safetensors file. Text streams to stdout as it is drawn.\n\n"
+    "example:\n"
+    "  prism sample runs/demo --prompt \"It is a truth universally acknowledged\" --tokens 60 --top-k 40";
+
+int run(const std::vector<std::string>& args) {
+  return guarded("sample", [&]() -> int {
+    po::options_description o("Options");
+    o.add_options()
+        ("checkpoint", po::value<std::string>(), "run dir, checkpoint dir or model.safetensors")
+        ("prompt,p", po::value<std::string>()->default_value("\n"), "prompt text")
+        ("tokens,n", po::value<int64_t>()->default_value(100), "new tokens per sample")
+        ("temperature,t", po::value<double>()->default_value(0.8), "sampling temperature (0: greedy)")
+        ("top-k,k", po::value<int64_t>()->default_value(40), "sample among the k most likely tokens (0: all)")
+        ("samples", po::value<int>()->default_value(1), "number of samples")
+        ("seed", po::value<uint64_t>()->default_value(0), "random seed")
+        ("vocab", po::value<std::string>()->default_value(vocab_path()), "gpt2.tiktoken")
+        ("threads", po::value<int>()->default_value(0), "intra-op threads (0: all cores)");
+    po::positional_options_description pos;
+    pos.add("checkpoint", 1);
+    po::variables_map vm;
+    if (!parse("sample", kUsage, o, pos, args, vm)) return 0;
+    if (!vm.count("checkpoint")) throw Error("no checkpoint given", "prism sample", "pass a run directory, e.g. prism sample runs/demo");
+    if (int t = vm["threads"].as<int>(); t > 0) torch::set_num_threads(t);
+    auto lm = load_model(vm["checkpoint"].as<std::string>());
+    Gpt2Tokenizer tok(vm["vocab"].as<std::string>());
+    if (lm.config.model.vocab_size != tok.vocab_size())
+      throw Error(fmt::format("the model's vocabulary has {} ids, the GPT-2 tokenizer {}", lm.config.model.vocab_size, tok.vocab_size()),
+                  lm.path, "sample from a model trained on GPT-2 tokens");
+    std::vector<int64_t> prompt;
+    for (auto id : tok.encode(vm["prompt"].as<std::string>())) prompt.push_back(id);
+    std::cerr << fmt::format("model {} (step {}), heads {}\n", lm.path, lm.step, lm.config.schedule.compact());
+    for (int s = 0; s < vm["samples"].as<int>(); ++s) {
+      SampleOptions so;
+      so.max_new_tokens = vm["tokens"].as<int64_t>();
+      so.temperature = vm["temperature"].as<double>();
+      so.top_k = vm["top-k"].as<int64_t>();
+      so.seed = vm["seed"].as<uint64_t>() + static_cast<uint64_t>(s);
+      std::cout << vm["prompt"].as<std::string>();
+      // Decode the growing sequence and print what is new, so multi-token UTF-8 characters come out whole.
+      std::vector<TokenId> drawn;
+      std::string shown;
+      sample(lm.model, prompt, so, [&](int64_t id) {
+        drawn.push_back(static_cast<TokenId>(id));
+        std::string text = tok.decode(drawn);
+        size_t complete = text.size() - utf8_incomplete_tail(text);
+        if (complete > shown.size()) {
+          std::cout << text.substr(shown.size(), complete - shown.size()) << std::flush;
+          shown = text.substr(0, complete);
+        }
+      });
+      std::cout << "\n" << (s + 1 < vm["samples"].as<int>() ? "---\n" : "");
+    }
+    return 0;
+  });
+}
+
+const Registration reg{{40, "sample", "generate text from a checkpoint (temperature, top-k)", run}};
+
+}  // namespace
+}  // namespace prism::cli

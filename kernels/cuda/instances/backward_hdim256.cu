@@ -1,0 +1,10 @@
+// Backward instances for head dim 256: bf16 and fp16 on the tensor cores, fp32 on the CUDA cores.
+#include "cuda/backward_mma.cuh"
+#include "cuda/launch.h"
+#include "cuda/simt_fp32.cuh"
+
+namespace prism::kernels::cuda {
+template void launch_backward_mma<__nv_bfloat16, 256>(const AttentionBackwardParams&);
+template void launch_backward_mma<__half, 256>(const AttentionBackwardParams&);
+template void launch_backward_simt<256>(const AttentionBackwardParams&);
+}  // namespace prism::kernels::cuda

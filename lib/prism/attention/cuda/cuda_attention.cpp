@@ -1,0 +1,226 @@
+// Binding of the CUDA attention kernels: checks the tensors, fills the params
+// structs of kernels/common, runs on the current stream under a device guard,
+// and wraps forward and backward in one autograd Function.
+#include "prism/attention/cuda/cuda_attention.h"
+
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdint>
+
+#include "cuda/attention_cuda.h"
+#include "prism/error.h"
+
+namespace prism::attention {
+
+namespace {
+
+namespace K = prism::kernels;
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+const char* kWhere = "attention back end 'cuda'";
+
+K::DType kernel_dtype(torch::ScalarType t) {
+  switch (t) {
+    case torch::kFloat: return K::DType::F32;
+    case torch::kBFloat16: return K::DType::BF16;
+    case torch::kHalf: return K::DType::F16;
+    default:
+      throw Error(fmt::format("dtype {} is not supported", c10::toString(t)), kWhere,
+                  "use float32, bfloat16 or float16 inputs");
+  }
+}
+
+K::Strides strides_of(const torch::Tensor& t) { return {t.stride(0), t.stride(1), t.stride(2)}; }
+
+// The kernels read rows of D contiguous elements that start 16-byte aligned;
+// anything else (a misaligned view, an expanded gradient) is copied once.
+torch::Tensor kernel_readable(const torch::Tensor& t) {
+  const int64_t es = t.element_size();
+  bool ok = t.stride(3) == 1 && reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0;
+  for (int d = 0; d < 3; ++d) ok = ok && (t.stride(d) * es) % 16 == 0;
+  return ok ? t : t.clone(at::MemoryFormat::Contiguous);
+}
+
+void* current_stream(const torch::Tensor& t) {
+  return c10::cuda::getCurrentCUDAStream(t.device().index()).stream();
+}
+
+// Kernel-layer failures (std::runtime_error) become prism::Error.
+template <typename F>
+void run_kernel(F&& f) {
+  try {
+    f();
+  } catch (const Error&) {
+    throw;
+  } catch (const std::runtime_error& e) {
+    throw Error(e.what(), kWhere, "check the shapes and dtypes above, or use attention.backend: sdpa");
+  }
+}
+
+struct ForwardResult {
+  torch::Tensor out, lse, distance;
+};
+
+ForwardResult run_forward(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, double scale,
+                          bool want_distance) {
+  const int64_t B = q.size(0), T = q.size(1), H = q.size(2), D = q.size(3);
+  ForwardResult r;
+  r.out = torch::empty({B, T, H, D}, q.options());
+  r.lse = torch::empty({B, H, T}, q.options().dtype(torch::kFloat));
+  if (want_distance) r.distance = torch::empty({B, H, T}, q.options().dtype(torch::kFloat));
+  K::AttentionForwardParams p;
+  p.q = q.data_ptr();
+  p.k = k.data_ptr();
+  p.v = v.data_ptr();
+  p.o = r.out.data_ptr();
+  p.q_stride = strides_of(q);
+  p.k_stride = strides_of(k);
+  p.v_stride = strides_of(v);
+  p.o_stride = strides_of(r.out);
+  p.lse = r.lse.data_ptr<float>();
+  p.distance = want_distance ? r.distance.data_ptr<float>() : nullptr;
+  p.batch = B;
+  p.seq_len = T;
+  p.heads = H;
+  p.head_dim = D;
+  p.scale = static_cast<float>(scale);
+  p.dtype = kernel_dtype(q.scalar_type());
+  p.stream = current_stream(q);
+  run_kernel([&] { kernels::cuda::attention_forward(p); });
+  return r;
+}
+
+struct BackwardResult {
+  torch::Tensor dq, dk, dv;
+};
+
+BackwardResult run_backward(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                            const torch::Tensor& out, const torch::Tensor& lse, const torch::Tensor& dout,
+                            double scale) {
+  const int64_t B = q.size(0), T = q.size(1), H = q.size(2), D = q.size(3);
+  BackwardResult r;
+  r.dq = torch::empty({B, T, H, D}, q.options());
+  r.dk = torch::empty({B, T, H, D}, q.options());
+  r.dv = torch::empty({B, T, H, D}, q.options());
+  auto delta = torch::empty({B, H, T}, q.options().dtype(torch::kFloat));
+  torch::Tensor dq_accum;
+  if (q.scalar_type() != torch::kFloat) dq_accum = torch::zeros({B, T, H, D}, q.options().dtype(torch::kFloat));
+  K::AttentionBackwardParams p;
+  p.q = q.data_ptr();
+  p.k = k.data_ptr();
+  p.v = v.data_ptr();
+  p.o = out.data_ptr();
+  p.dout = dout.data_ptr();
+  p.dq = r.dq.data_ptr();
+  p.dk = r.dk.data_ptr();
+  p.dv = r.dv.data_ptr();
+  p.q_stride = strides_of(q);
+  p.k_stride = strides_of(k);
+  p.v_stride = strides_of(v);
+  p.o_stride = strides_of(out);
+  p.dout_stride = strides_of(dout);
+  p.dq_stride = strides_of(r.dq);
+  p.dk_stride = strides_of(r.dk);
+  p.dv_stride = strides_of(r.dv);
+  p.lse = lse.data_ptr<float>();
+  p.delta = delta.data_ptr<float>();
+  p.dq_accum = dq_accum.defined() ? dq_accum.data_ptr<float>() : nullptr;
+  p.batch = B;
+  p.seq_len = T;
+  p.heads = H;
+  p.head_dim = D;
+  p.scale = static_cast<float>(scale);
+  p.dtype = kernel_dtype(q.scalar_type());
+  p.stream = current_stream(q);
+  run_kernel([&] { kernels::cuda::attention_backward(p); });
+  return r;
+}
+
+// Outputs: out, then distance when asked for (not differentiable).
+class CudaAttentionFunction : public torch::autograd::Function<CudaAttentionFunction> {
+ public:
+  static variable_list forward(AutogradContext* ctx, const torch::Tensor& q, const torch::Tensor& k,
+                               const torch::Tensor& v, double scale, bool want_distance) {
+    const c10::cuda::CUDAGuard guard(q.device());
+    auto qr = kernel_readable(q), kr = kernel_readable(k), vr = kernel_readable(v);
+    auto r = run_forward(qr, kr, vr, scale, want_distance);
+    ctx->save_for_backward({qr, kr, vr, r.out, r.lse});
+    ctx->saved_data["scale"] = scale;
+    if (!want_distance) return {r.out};
+    ctx->mark_non_differentiable({r.distance});
+    return {r.out, r.distance};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    auto saved = ctx->get_saved_variables();
+    const auto& q = saved[0];
+    const c10::cuda::CUDAGuard guard(q.device());
+    auto dout = grad_outputs[0].defined() ? kernel_readable(grad_outputs[0].to(q.scalar_type()))
+                                          : torch::zeros_like(saved[3]);
+    auto r = run_backward(q, saved[1], saved[2], saved[3], saved[4], dout, ctx->saved_data["scale"].toDouble());
+    return {r.dq, r.dk, r.dv, torch::Tensor(), torch::Tensor()};
+  }
+};
+
+void check_inputs(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
+  if (q.dim() != 4 || k.sizes() != q.sizes() || v.sizes() != q.sizes())
+    throw Error(fmt::format("q, k, v must all be (B, T, H, D); got {}, {}, {}", c10::str(q.sizes()), c10::str(k.sizes()),
+                            c10::str(v.sizes())),
+                kWhere, "pass the three (B, T, H, D) views of the qkv projection");
+  if (!q.is_cuda() || k.device() != q.device() || v.device() != q.device())
+    throw Error(fmt::format("q, k, v must be on one CUDA device; got {}, {}, {}", q.device().str(),
+                            k.device().str(), v.device().str()),
+                kWhere, "move the model to a CUDA device, or use attention.backend: auto");
+  if (k.scalar_type() != q.scalar_type() || v.scalar_type() != q.scalar_type())
+    throw Error(fmt::format("q, k, v must share one dtype; got {}, {}, {}", c10::toString(q.scalar_type()),
+                            c10::toString(k.scalar_type()), c10::toString(v.scalar_type())),
+                kWhere, "cast q, k and v to one dtype");
+  kernel_dtype(q.scalar_type());
+  if (kernels::cuda::padded_head_dim(q.size(3)) == 0)
+    throw Error(fmt::format("head dim {} is larger than the largest kernel instance, 256", q.size(3)), kWhere,
+                "use more heads (head dim = d_model / heads <= 256), or attention.backend: sdpa");
+}
+
+}  // namespace
+
+bool cuda_attention_supports(const torch::Tensor& q, double dropout_p, std::string* why) {
+  auto no = [&](std::string reason) {
+    if (why) *why = std::move(reason);
+    return false;
+  };
+  if (!q.is_cuda()) return no("q is not a CUDA tensor");
+  if (dropout_p > 0.0) return no("the CUDA kernel has no attention dropout");
+  const auto t = q.scalar_type();
+  if (t != torch::kFloat && t != torch::kBFloat16 && t != torch::kHalf)
+    return no(fmt::format("dtype {} is not supported", c10::toString(t)));
+  if (q.dim() != 4 || kernels::cuda::padded_head_dim(q.size(3)) == 0)
+    return no("head dim must be at most 256");
+  return true;
+}
+
+Output cuda_causal_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                             bool want_distance) {
+  check_inputs(q, k, v);
+  const int64_t D = q.size(3);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+  const int64_t Dp = kernels::cuda::padded_head_dim(D);
+  Output res;
+  if (Dp == D) {
+    auto outs = CudaAttentionFunction::apply(q, k, v, scale, want_distance);
+    res.out = outs[0];
+    if (want_distance) res.distance = outs[1];
+    return res;
+  }
+  // Zero columns change no dot product and add zero output columns: pad, run, slice.
+  auto pad = [&](const torch::Tensor& t) { return torch::constant_pad_nd(t, {0, Dp - D}); };
+  auto outs = CudaAttentionFunction::apply(pad(q), pad(k), pad(v), scale, want_distance);
+  res.out = outs[0].narrow(3, 0, D);
+  if (want_distance) res.distance = outs[1];
+  return res;
+}
+
+}  // namespace prism::attention

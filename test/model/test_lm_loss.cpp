@@ -1,0 +1,80 @@
+#include <catch2/catch.hpp>
+#include <torch/torch.h>
+
+#include "prism/model/lm_loss.h"
+#include "prism/train/execution.h"
+
+using namespace prism;
+namespace F = torch::nn::functional;
+
+namespace {
+struct Grads {
+  torch::Tensor loss, gx, gw;
+};
+
+Grads plain(const torch::Tensor& x0, const torch::Tensor& w0, const torch::Tensor& t) {
+  auto x = x0.clone().requires_grad_(true), w = w0.clone().requires_grad_(true);
+  auto loss = F::cross_entropy(F::linear(x, w).to(torch::kFloat), t, F::CrossEntropyFuncOptions().ignore_index(-1));
+  loss.backward();
+  return {loss.detach(), x.grad(), w.grad()};
+}
+
+Grads fused(const torch::Tensor& x0, const torch::Tensor& w0, const torch::Tensor& t, int64_t chunk) {
+  auto x = x0.clone().requires_grad_(true), w = w0.clone().requires_grad_(true);
+  auto loss = lm_head_cross_entropy(x, w, t, chunk);
+  loss.backward();
+  return {loss.detach(), x.grad(), w.grad()};
+}
+
+double rel(const torch::Tensor& a, const torch::Tensor& b) {
+  return ((a.to(torch::kDouble) - b.to(torch::kDouble)).abs().max() / b.to(torch::kDouble).abs().max().clamp_min(1e-30))
+      .item<double>();
+}
+}  // namespace
+
+TEST_CASE("fused LM-head cross-entropy equals linear + cross_entropy, fp32", "[model][lm_loss]") {
+  torch::manual_seed(0);
+  const int64_t N = 37, d = 24, V = 1000;
+  auto x = torch::randn({N, d}), w = torch::randn({V, d}) * 0.3;
+  auto t = torch::randint(0, V, {N}, torch::kLong);
+  t[3] = -1;  // ignored
+  t[5] = V - 1;
+  t[6] = 0;
+  auto ref = plain(x, w, t);
+  for (int64_t chunk : {64, 333, 1000, 4096}) {  // chunks that do and do not divide V
+    INFO("chunk " << chunk);
+    auto got = fused(x, w, t, chunk);
+    CHECK(std::abs(got.loss.item<double>() - ref.loss.item<double>()) < 1e-5);
+    CHECK((got.gx - ref.gx).abs().max().item<double>() < 1e-6);
+    CHECK((got.gw - ref.gw).abs().max().item<double>() < 1e-6);
+  }
+  // Every target ignored: loss 0 and zero gradients, not NaN.
+  auto none = fused(x, w, torch::full({N}, -1, torch::kLong), 128);
+  CHECK(none.loss.item<double>() == 0.0);
+  CHECK(none.gw.abs().max().item<double>() == 0.0);
+}
+
+TEST_CASE("fused LM-head cross-entropy under bf16 autocast matches fp32 within bf16 precision", "[model][lm_loss]") {
+  torch::manual_seed(1);
+  const int64_t N = 64, d = 32, V = 3000;
+  auto x = torch::randn({N, d}), w = torch::randn({V, d}) * 0.2;
+  auto t = torch::randint(0, V, {N}, torch::kLong);
+  auto ref = plain(x, w, t);
+  Execution e;
+  e.bf16 = true;
+  Grads got;
+  {
+    AutocastScope ac(e);
+    auto xx = x.clone().requires_grad_(true), ww = w.clone().requires_grad_(true);
+    auto loss = lm_head_cross_entropy(xx, ww, t, 512);
+    CHECK(loss.scalar_type() == torch::kFloat);
+    got.loss = loss.detach();
+    loss.backward();
+    got.gx = xx.grad();
+    got.gw = ww.grad();
+  }
+  CHECK(got.gx.scalar_type() == torch::kFloat);  // gradients in the inputs' dtype
+  CHECK(std::abs(got.loss.item<double>() - ref.loss.item<double>()) < 2e-2 * ref.loss.item<double>());
+  CHECK(rel(got.gx, ref.gx) < 2e-2);
+  CHECK(rel(got.gw, ref.gw) < 2e-2);
+}
