@@ -36,7 +36,7 @@ const char* kUsage =
     "examples:\n"
     "  prism sweep experiments/sweeps/cpu-schedules.yaml --dry-run\n"
     "  prism sweep experiments/sweeps/cpu-schedules.yaml --jobs 2 sweep.grid.train.seed=[0,1,2]\n"
-    "  prism sweep experiments/sweeps/cpu-schedules.yaml sweep.halving.eta=3\n"
+    "  prism sweep experiments/sweeps/cpu-schedules.yaml sweep.halving.enabled=true --out sweeps/cpu-sha\n"
     "  prism sweep sweeps/cpu-schedules --collect\n"
     "  prism sweep experiments/sweeps/cpu-schedules.yaml --launcher slurm";
 

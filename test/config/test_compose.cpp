@@ -264,3 +264,16 @@ TEST_CASE("the resolved config round-trips through to_yaml and load_config", "[c
   CHECK(to_yaml(again) == to_yaml(c));
   CHECK(again.schedule == c.schedule);
 }
+
+TEST_CASE("prism train --print-config shows the composed config with its overrides", "[config][compose][cli]") {
+  auto r = prism::test::run_prism(
+      "train " + prism::test::source_path("experiments/cpu-prism.yaml") + " attention=sdpa train.lr=1.0e-3 --print-config");
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains("backend: sdpa") && Catch::Contains("lr: 0.001") &&
+                           Catch::Contains("heads: [1, 1, 2, 2, 4, 4]") && Catch::Contains("dir: data/cache/austen"));
+  auto bad = prism::test::run_prism("train " + prism::test::source_path("experiments/cpu-prism.yaml") +
+                                    " attention=magic --print-config");
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.output, Catch::Contains("no option 'magic'") && Catch::Contains("auto, cuda, fused, reference, sdpa"));
+}

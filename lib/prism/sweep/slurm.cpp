@@ -9,7 +9,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
-#include <sys/wait.h>
 
 #include "prism/error.h"
 #include "prism/store/safetensors.h"

@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <cmath>
 #include <filesystem>
+#include <limits>
 #include <iostream>
 #include <map>
 #include <set>
