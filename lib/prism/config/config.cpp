@@ -1,11 +1,13 @@
 #include "prism/config/config.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <fstream>
 #include <sstream>
 
 #include "prism/attention/backend.h"
+#include "prism/config/compose.h"
 #include "prism/error.h"
 
 namespace prism {
@@ -23,39 +25,8 @@ YAML::Node load_yaml_file(const std::string& path) {
   }
 }
 
-namespace {
-void set_path(YAML::Node node, const std::vector<std::string>& parts, size_t i, const YAML::Node& value) {
-  if (i + 1 == parts.size()) {
-    node[parts[i]] = value;
-    return;
-  }
-  if (!node[parts[i]] || !node[parts[i]].IsMap()) node[parts[i]] = YAML::Node(YAML::NodeType::Map);
-  set_path(node[parts[i]], parts, i + 1, value);
-}
-}  // namespace
-
 void apply_override(YAML::Node& root, const std::string& assignment) {
-  auto eq = assignment.find('=');
-  auto bad = [&](const std::string& why) {
-    return Error(fmt::format("cannot apply override '{}': {}", assignment, why), "command line",
-                 "write overrides as key.path=value, e.g. model.d_model=256 schedule.heads=[2,2,4,4]");
-  };
-  if (eq == std::string::npos || eq == 0) throw bad("no key=value");
-  std::string key = assignment.substr(0, eq), text = assignment.substr(eq + 1);
-  std::vector<std::string> parts;
-  std::stringstream ss(key);
-  for (std::string p; std::getline(ss, p, '.');) {
-    if (p.empty()) throw bad("empty key part");
-    parts.push_back(p);
-  }
-  YAML::Node value;
-  try {
-    value = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    throw bad(e.msg);
-  }
-  if (!root || !root.IsMap()) root = YAML::Node(YAML::NodeType::Map);
-  set_path(root, parts, 0, value);
+  apply_key_override(root, parse_override(assignment));
 }
 
 ModelConfig parse_model_section(ConfigNode n) {
@@ -120,9 +91,14 @@ HeadSchedule parse_schedule_section(ConfigNode n, const ModelConfig& model, Sche
   r.block_max = static_cast<int>(n.get_int("block_max", r.block_max, 1, 1024));
   r.baseline_share = n.get_real("baseline_share", r.baseline_share, 0.0, 1.0);
   const int forms = n.has("heads") + n.has("uniform") + n.has("staircase");
-  if (forms > 1)
-    throw Error("schedule gives more than one of heads, uniform, staircase", n.source() + " key schedule",
-                "keep exactly one form");
+  if (forms > 1) {
+    std::vector<std::string> given;
+    for (const char* f : {"heads", "uniform", "staircase"})
+      if (n.has(f)) given.push_back(fmt::format("schedule.{} (from {})", f, n.origin(f)));
+    throw Error(fmt::format("the schedule is given in more than one form: {}", fmt::join(given, " and ")),
+                n.source() + " key schedule",
+                "keep exactly one form; on the command line, drop the other with e.g. ~schedule.staircase");
+  }
   HeadSchedule s;
   const bool has_heads = n.has("heads"), has_uniform = n.has("uniform"), has_stairs = n.has("staircase");
   YAML::Node heads = n.raw("heads"), uniform = n.raw("uniform"), stairs = n.raw("staircase");
@@ -158,8 +134,8 @@ HeadSchedule parse_schedule_section(ConfigNode n, const ModelConfig& model, Sche
   return s;
 }
 
-Config parse_config(const YAML::Node& root, const std::string& source) {
-  ConfigNode top(root, source);
+Config parse_config(const YAML::Node& root, const std::string& source, std::shared_ptr<const KeyOrigins> origins) {
+  ConfigNode top(root, source, {}, std::move(origins));
   Config c;
   c.source = source;
   c.resolved = YAML::Clone(root);
@@ -181,9 +157,9 @@ Config parse_config(const YAML::Node& root, const std::string& source) {
 }
 
 Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
-  YAML::Node root = load_yaml_file(path);
-  for (const auto& o : overrides) apply_override(root, o);
-  return parse_config(root, overrides.empty() ? path : path + " (with overrides)");
+  ComposedConfig composed = compose_config(path, overrides);
+  return parse_config(composed.root, overrides.empty() ? composed.source : composed.source + " (with overrides)",
+                      composed.origins);
 }
 
 std::string to_yaml(const Config& c) {

@@ -34,12 +34,16 @@ struct Config {
 
 // Reads a YAML file; syntax errors name the file, line and column.
 YAML::Node load_yaml_file(const std::string& path);
-// Applies `a.b.c=value` (value in YAML syntax: 3e-4, [3,3,6], "text").
+// Applies one key override to a plain tree: `a.b.c=value` (value in YAML syntax:
+// 3e-4, [3,3,6], "text"), `+a.b=v`, `++a.b=v`, `~a.b` (compose.h has the rules).
 void apply_override(YAML::Node& root, const std::string& assignment);
 
-// Parses and validates a whole config. Throws prism::Error.
-Config parse_config(const YAML::Node& root, const std::string& source);
-// load_yaml_file + overrides + parse_config.
+// Parses and validates a whole config. Throws prism::Error naming the key and,
+// with `origins` (from composition), the file that set it.
+Config parse_config(const YAML::Node& root, const std::string& source,
+                    std::shared_ptr<const KeyOrigins> origins = nullptr);
+// Composes `path` (its defaults list, then the overrides, then ${...}; see
+// compose.h) and parses the result.
 Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
 
 // The `model:` section (a preset plus per-key changes) and the `schedule:` section.

@@ -5,12 +5,13 @@
 
 namespace prism {
 
-ConfigNode::ConfigNode(YAML::Node node, std::string source, std::string path)
-    : node_(std::move(node)), source_(std::move(source)), path_(std::move(path)) {
+ConfigNode::ConfigNode(YAML::Node node, std::string source, std::string path,
+                       std::shared_ptr<const KeyOrigins> origins)
+    : node_(std::move(node)), source_(std::move(source)), path_(std::move(path)), origins_(std::move(origins)) {
   if (node_ && !node_.IsNull() && !node_.IsMap()) {
     throw Error("'" + (path_.empty() ? std::string("<root>") : path_) + "' must be a mapping of key: value, got " +
                     describe_yaml(node_),
-                source_, "write it as `key: value` lines");
+                origins_ && origins_->count(path_) ? origins_->at(path_) : source_, "write it as `key: value` lines");
   }
 }
 
@@ -22,7 +23,16 @@ std::string ConfigNode::key_path(const std::string& key) const {
   return path_.empty() ? key : path_ + "." + key;
 }
 
+std::string ConfigNode::origin(const std::string& key) const {
+  if (origins_) {
+    auto it = origins_->find(key_path(key));
+    if (it != origins_->end()) return it->second;
+  }
+  return source_;
+}
+
 std::string ConfigNode::where(const std::string& key) const {
+  if (origins_ && origins_->count(key_path(key))) return origin(key) + " key " + key_path(key);
   std::string w = source_;
   if (node_ && node_.IsMap() && node_[key]) {
     auto m = node_[key].Mark();
@@ -58,7 +68,7 @@ std::string ConfigNode::get_choice(const std::string& key, const std::string& fa
 
 ConfigNode ConfigNode::child(const std::string& key) {
   read_.insert(key);
-  return ConfigNode(has(key) ? node_[key] : YAML::Node(YAML::NodeType::Map), source_, key_path(key));
+  return ConfigNode(has(key) ? node_[key] : YAML::Node(YAML::NodeType::Map), source_, key_path(key), origins_);
 }
 
 YAML::Node ConfigNode::raw(const std::string& key) {

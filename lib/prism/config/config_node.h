@@ -4,6 +4,8 @@
 // not silently ignored settings). Errors name the file, line and full key path.
 #include <yaml-cpp/yaml.h>
 
+#include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -13,11 +15,17 @@
 
 namespace prism {
 
+// Where each key of a composed config came from: dotted key path -> "file:line"
+// (or "command line override 'a.b=v'"), so errors name the file that set it.
+using KeyOrigins = std::map<std::string, std::string>;
+
 class ConfigNode {
  public:
   // `source` names where the YAML came from (a file path, "--override", ...);
   // `path` is the dotted key path of this node from the config root ("" at root).
-  ConfigNode(YAML::Node node, std::string source, std::string path = {});
+  // `origins` (optional) names the file of each key when the YAML was composed from several.
+  ConfigNode(YAML::Node node, std::string source, std::string path = {},
+             std::shared_ptr<const KeyOrigins> origins = nullptr);
 
   bool has(const std::string& key) const;
   template <class T> T get(const std::string& key, const T& fallback);
@@ -39,6 +47,8 @@ class ConfigNode {
   void finish(const std::vector<std::string>& known_extra = {}) const;
 
   std::string where(const std::string& key) const;  // "file:line key a.b.c"
+  // The file that set `key` ("file:line"), or source() when unknown.
+  std::string origin(const std::string& key) const;
   std::string key_path(const std::string& key) const;
   const std::string& source() const { return source_; }
   const YAML::Node& node() const { return node_; }
@@ -47,6 +57,7 @@ class ConfigNode {
   template <class T> T convert(const std::string& key, const YAML::Node& n) const;
   YAML::Node node_;
   std::string source_, path_;
+  std::shared_ptr<const KeyOrigins> origins_;
   mutable std::set<std::string> read_;
 };
 

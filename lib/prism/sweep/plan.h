@@ -1,0 +1,92 @@
+#pragma once
+// SweepPlan: a sweep file expanded into its trials. A sweep file is a config
+// (composed like any other: defaults, overrides, ${...}) with one more section,
+// `sweep:`, that names the search space and how to run it:
+//
+//   sweep:
+//     grid:                          # axes; the schedule axis is outermost
+//       schedule.enumerate: {head_dims: [64], block: [2, 3], baseline_share: 0.5}
+//       schedule.heads: [[1, 1, 4, 4, 4, 4]]   # explicit schedules (any compact form)
+//       train.seed: [0, 1]
+//     baseline: true                 # add the uniform schedule (default true)
+//     jobs: 2                        # trials at once on this machine (--jobs)
+//     threads: 0                     # threads shared by concurrent trials (0 = every core)
+//     timeout: 600                   # seconds per trial run, 0 = none (--timeout)
+//     halving: {eta: 3, min_steps: 20, keep_baseline: true}
+//     slurm: {partition: cpu, time: "02:00:00", mem: 8G, cpus_per_task: 4}
+//
+// Every trial's config is composed and validated before anything runs, so a
+// schedule invalid for the model or a bad value fails the whole sweep up front.
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "prism/schedule/head_schedule.h"
+
+namespace prism {
+
+struct HalvingSettings {
+  bool enabled = false;
+  int eta = 3;                 // keep the best 1/eta of the configurations at each rung
+  int64_t min_steps = 0;       // the first rung's budget; 0 = max_steps / eta^2 (three rungs)
+  bool keep_baseline = true;   // always promote the uniform baseline (the table compares to it)
+};
+
+struct SlurmSettings {
+  std::string partition, time, mem, account;
+  int cpus_per_task = 0;       // 0: the sweep's threads per trial
+  int max_parallel = 0;        // array throttle (%N), 0 = none
+  int max_waves = 20;          // resubmissions of interrupted work before giving up
+  std::vector<std::string> extra;  // more #SBATCH lines, e.g. "--qos=short"
+};
+
+struct SweepSettings {
+  std::string name;            // default: the sweep file's stem
+  bool baseline = true;
+  int jobs = 1;
+  int threads = 0;
+  double timeout_s = 0;
+  HalvingSettings halving;
+  SlurmSettings slurm;
+};
+
+struct Trial {
+  int index = 0;               // position in the sweep (also the Slurm array index)
+  std::string name;            // folder name, e.g. "h1x2-4x4_lr6e-4_seed1"
+  std::string group;           // the configuration across seeds: the name without its seed
+  HeadSchedule schedule;
+  bool baseline = false;       // the uniform schedule of its model
+  uint64_t seed = 0;
+  std::vector<std::pair<std::string, std::string>> params;  // non-schedule grid values (key, value)
+  std::string config;          // the resolved config (to_yaml), what `prism train` runs
+  int64_t max_steps = 0;
+  int64_t step_tokens = 0;     // tokens per optimizer step
+};
+
+struct SweepPlan {
+  std::string source;                  // the sweep file
+  std::vector<std::string> overrides;  // command-line overrides it was composed with
+  SweepSettings settings;
+  std::vector<std::string> axes;       // grid keys, schedule axes first
+  std::vector<Trial> trials;
+
+  // What the results depend on (every trial's name and config, the halving
+  // rule): two plans with the same definition can share a sweep directory.
+  std::string definition() const;
+  const Trial& trial(const std::string& name) const;
+};
+
+// Composes the sweep file with `overrides` and expands its grid.
+SweepPlan plan_sweep(const std::string& path, const std::vector<std::string>& overrides = {});
+
+// sweep.yaml: the resolved plan, enough to run any trial without the sweep file.
+std::string plan_to_yaml(const SweepPlan& plan);
+SweepPlan plan_from_yaml(const std::string& path);
+
+// A schedule's label in names and tables: "uniform" or its compact form.
+std::string schedule_label(const Trial& t);
+
+}  // namespace prism

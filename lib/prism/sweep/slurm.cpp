@@ -1,0 +1,202 @@
+#include "prism/sweep/slurm.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <sys/stat.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+
+#include "prism/error.h"
+#include "prism/store/safetensors.h"
+#include "prism/sweep/local_launcher.h"
+#include "prism/sweep/sweep_dir.h"
+
+namespace fs = std::filesystem;
+
+namespace prism {
+
+namespace {
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string abs_path(const std::string& p) { return fs::absolute(p).lexically_normal().string(); }
+
+// Runs a command; returns its stdout (trimmed) or throws with its output.
+std::string run_command(const std::string& cmd, const std::string& what) {
+  FILE* pipe = popen((cmd + " 2>&1").c_str(), "r");
+  if (!pipe) throw Error(fmt::format("cannot run {}", what), cmd, "check that Slurm's commands are on PATH");
+  std::string out;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
+  const int status = pclose(pipe);
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  if (status != 0)
+    throw Error(fmt::format("{} failed: {}", what, out.empty() ? "no output" : out), cmd,
+                "check the Slurm settings in sweep.slurm (partition, time, mem) and that sbatch works here");
+  return out;
+}
+
+int next_wave(const std::string& slurm_dir) {
+  int wave = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(slurm_dir, ec)) {
+    const std::string n = e.path().filename().string();
+    if (n.rfind("wave-", 0) == 0 && e.path().extension() == ".sh" && n.find("collect") == std::string::npos)
+      wave = std::max(wave, std::atoi(n.c_str() + 5) + 1);
+  }
+  return wave;
+}
+
+void write_script(const std::string& path, const std::string& text) {
+  write_file_atomic(path, text);
+  ::chmod(path.c_str(), 0755);
+}
+
+std::string sbatch_header(const SweepPlan& plan, const std::string& job_name, const std::string& output,
+                          int cpus) {
+  const SlurmSettings& s = plan.settings.slurm;
+  std::string h = "#!/bin/bash\n";
+  h += fmt::format("#SBATCH --job-name={}\n", job_name);
+  h += fmt::format("#SBATCH --output={}\n", output);
+  h += fmt::format("#SBATCH --chdir={}\n", fs::current_path().string());
+  h += fmt::format("#SBATCH --cpus-per-task={}\n", cpus);
+  h += "#SBATCH --ntasks=1\n";
+  if (!s.partition.empty()) h += fmt::format("#SBATCH --partition={}\n", s.partition);
+  if (!s.time.empty()) h += fmt::format("#SBATCH --time={}\n", s.time);
+  if (!s.mem.empty()) h += fmt::format("#SBATCH --mem={}\n", s.mem);
+  if (!s.account.empty()) h += fmt::format("#SBATCH --account={}\n", s.account);
+  for (const auto& e : s.extra) h += fmt::format("#SBATCH {}\n", e);
+  return h;
+}
+
+}  // namespace
+
+std::string array_spec(const std::vector<int>& indices) {
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < indices.size();) {
+    size_t j = i;
+    while (j + 1 < indices.size() && indices[j + 1] == indices[j] + 1) ++j;
+    parts.push_back(j == i ? std::to_string(indices[i]) : fmt::format("{}-{}", indices[i], indices[j]));
+    i = j + 1;
+  }
+  return fmt::format("{}", fmt::join(parts, ","));
+}
+
+SlurmSubmission submit_to_slurm(const SweepPlan& plan, const SlurmOptions& o) {
+  auto log = [&](const std::string& s) {
+    if (o.log) o.log(s);
+    else std::cout << s << std::endl;
+  };
+  const std::string dir = abs_path(o.dir);
+  fs::create_directories(dir);
+  SweepLock lock = SweepLock::acquire((fs::path(dir) / "sweep.lock").string(), SweepLock::Mode::Exclusive, 0,
+                                      "submitting the sweep to Slurm");
+  const std::string replaced = prepare_sweep_dir(dir, plan, o.force);
+  if (!replaced.empty()) log(fmt::format("--force: the previous sweep's other trials and index moved to {}", replaced));
+
+  SlurmSubmission sub;
+  sub.summary = collect_sweep(plan, dir);
+  const SweepStage stage = sweep_stage(plan, dir, o.retry_failed);
+  if (stage.finished) {
+    sub.finished = true;
+    return sub;
+  }
+  const std::string slurm_dir = (fs::path(dir) / "slurm").string();
+  fs::create_directories(slurm_dir);
+  const int wave = next_wave(slurm_dir);
+  if (wave >= plan.settings.slurm.max_waves)
+    throw Error(fmt::format("{} waves were submitted and runs still need work ({} at rung {})", wave,
+                            stage.work.size(), stage.rung),
+                slurm_dir,
+                "look at the task logs there (a time limit too short to reach a checkpoint repeats forever); "
+                "raise sweep.slurm.time or sweep.slurm.max_waves, then run prism sweep DIR --launcher slurm");
+  for (const Trial* t : stage.work) sub.indices.push_back(t->index);
+  sub.rung = stage.rung;
+  const int cpus = plan.settings.slurm.cpus_per_task > 0 ? plan.settings.slurm.cpus_per_task : std::max(1, o.threads);
+  const std::string prism = abs_path(o.prism.empty() ? self_executable() : o.prism);
+
+  std::string array = sbatch_header(plan, fmt::format("prism-{}-w{}", plan.settings.name, wave),
+                                    fmt::format("{}/wave-{}-%a.out", slurm_dir, wave), cpus);
+  std::string spec = array_spec(sub.indices);
+  if (plan.settings.slurm.max_parallel > 0) spec += fmt::format("%{}", plan.settings.slurm.max_parallel);
+  array += fmt::format("#SBATCH --array={}\n", spec);
+  array += fmt::format(
+      "# prism sweep {}: wave {}, rung {} ({} runs). One task per trial; the task index is the trial's index in\n"
+      "# sweep.yaml. Written by `prism sweep --launcher slurm`; rerunning that command writes the next wave.\n",
+      plan.settings.name, wave, stage.rung, sub.indices.size());
+  array += fmt::format("exec {} sweep {} --task-index \"$SLURM_ARRAY_TASK_ID\" --rung {}{}\n", shell_quote(prism),
+                       shell_quote(dir), stage.rung, o.retry_failed ? " --retry-failed" : "");
+  sub.array_script = fmt::format("{}/wave-{}.sh", slurm_dir, wave);
+  write_script(sub.array_script, array);
+
+  std::string collect = sbatch_header(plan, fmt::format("prism-{}-w{}-collect", plan.settings.name, wave),
+                                      fmt::format("{}/wave-{}-collect.out", slurm_dir, wave), 1);
+  collect += fmt::format(
+      "# Collects wave {} of sweep {} once its array has ended: rebuilds the index, submits the next wave while\n"
+      "# work remains, and prints the ranked table at the end.\n",
+      wave, plan.settings.name);
+  collect += fmt::format("exec {} sweep {} --launcher slurm\n", shell_quote(prism), shell_quote(dir));
+  sub.collect_script = fmt::format("{}/wave-{}-collect.sh", slurm_dir, wave);
+  write_script(sub.collect_script, collect);
+
+  if (!o.submit) {
+    log(fmt::format("wrote {} (array {}) and {}; submit with:\n  jobid=$(sbatch --parsable {})\n  sbatch "
+                    "--dependency=afterany:$jobid {}",
+                    sub.array_script, spec, sub.collect_script, sub.array_script, sub.collect_script));
+    return sub;
+  }
+  sub.array_job = run_command("sbatch --parsable " + shell_quote(sub.array_script), "sbatch");
+  sub.array_job = sub.array_job.substr(0, sub.array_job.find(';'));  // "id;cluster"
+  sub.collect_job = run_command(
+      fmt::format("sbatch --parsable --dependency=afterany:{} {}", sub.array_job, shell_quote(sub.collect_script)),
+      "sbatch (collection job)");
+  sub.collect_job = sub.collect_job.substr(0, sub.collect_job.find(';'));
+  log(fmt::format("submitted wave {}: array job {} ({} task{}, rung {}), collection job {}; outputs in {}", wave,
+                  sub.array_job, sub.indices.size(), sub.indices.size() == 1 ? "" : "s", stage.rung, sub.collect_job,
+                  slurm_dir));
+  return sub;
+}
+
+int run_slurm_task(const SweepPlan& plan, const std::string& dir, int index, int rung, const std::string& prism,
+                   bool retry_failed) {
+  if (index < 0 || index >= static_cast<int>(plan.trials.size()))
+    throw Error(fmt::format("task index {} is not a trial of sweep {} (0..{})", index, plan.settings.name,
+                            plan.trials.size() - 1),
+                dir + "/sweep.yaml", "pass the trial's index from sweep.yaml (prism sweep DIR --dry-run lists them)");
+  const bool halving = plan.settings.halving.enabled;
+  std::vector<int64_t> budgets{plan.trials[static_cast<size_t>(index)].max_steps};
+  if (halving) budgets = rung_budgets(plan.trials[0].max_steps, plan.settings.halving);
+  if (rung < 0 || rung >= static_cast<int>(budgets.size()))
+    throw Error(fmt::format("rung {} does not exist (the sweep has {})", rung, budgets.size()), dir, "pass --rung 0..");
+  // Shared: tasks run side by side, but never next to a local runner or a submission.
+  SweepLock lock = SweepLock::acquire((fs::path(dir) / "sweep.lock").string(), SweepLock::Mode::Shared, 120,
+                                      "running a Slurm task");
+  const Trial& t = plan.trials[static_cast<size_t>(index)];
+  SweepStage one;
+  one.rung = rung;
+  one.steps = budgets[static_cast<size_t>(rung)];
+  one.trials = {&t};
+  LaunchOptions lo;
+  lo.prism = prism;
+  lo.jobs = 1;
+  const char* cpus = std::getenv("SLURM_CPUS_PER_TASK");
+  lo.threads = cpus ? std::max(1, std::atoi(cpus)) : threads_per_trial(plan.settings.threads, 1);
+  lo.timeout_s = plan.settings.timeout_s;
+  lo.retry_failed = retry_failed;
+  lo.own_process_group = false;  // Slurm signals the task's process group: the trainer gets it once
+  const auto report = launch_local(stage_runs(plan, dir, one, false), lo);
+  if (report.failed > 0) return 1;
+  if (report.interrupted > 0 || report.stopped) return 130;
+  return 0;
+}
+
+}  // namespace prism

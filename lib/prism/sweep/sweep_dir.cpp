@@ -1,0 +1,254 @@
+#include "prism/sweep/sweep_dir.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "prism/error.h"
+#include "prism/store/safetensors.h"
+#include "prism/sweep/run_result.h"
+#include "prism/train/checkpoint.h"
+
+namespace fs = std::filesystem;
+
+namespace prism {
+
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string hostname() {
+  char buf[256] = {0};
+  if (gethostname(buf, sizeof(buf) - 1) != 0) return "?";
+  return buf;
+}
+
+// The first difference between two plans, for the "different sweep" error.
+std::string first_difference(const SweepPlan& old_plan, const SweepPlan& plan) {
+  const auto& a = old_plan.settings.halving;
+  const auto& b = plan.settings.halving;
+  if (a.enabled != b.enabled || (b.enabled && (a.eta != b.eta || a.min_steps != b.min_steps ||
+                                               a.keep_baseline != b.keep_baseline)))
+    return "successive halving settings differ";
+  std::set<std::string> old_names;
+  for (const auto& t : old_plan.trials) old_names.insert(t.name);
+  for (const auto& t : plan.trials) {
+    if (!old_names.count(t.name)) return fmt::format("trial {} is new", t.name);
+    const Trial& o = old_plan.trial(t.name);
+    if (o.config != t.config) {
+      std::istringstream x(o.config), y(t.config);
+      std::string lx, ly;
+      while (std::getline(x, lx) && std::getline(y, ly))
+        if (lx != ly) return fmt::format("trial {} changed: '{}' is now '{}'", t.name, lx, ly);
+      return fmt::format("trial {} changed", t.name);
+    }
+  }
+  for (const auto& t : old_plan.trials)
+    if (std::none_of(plan.trials.begin(), plan.trials.end(), [&](const Trial& n) { return n.name == t.name; }))
+      return fmt::format("trial {} is gone", t.name);
+  return "the plans differ";
+}
+
+}  // namespace
+
+std::string now_iso() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
+  return buf;
+}
+
+std::string run_dir(const std::string& sweep_dir, const Trial& t, int rung, bool halving) {
+  fs::path p = fs::path(sweep_dir) / t.name;
+  if (halving) p /= fmt::format("rung{}", rung);
+  return p.string();
+}
+
+SweepLock SweepLock::acquire(const std::string& path, Mode mode, double wait_s, const std::string& purpose) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0)
+    throw Error(fmt::format("cannot open the lock file: {}", std::strerror(errno)), path,
+                "check that the sweep directory is writable");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(wait_s);
+  const int op = (mode == Mode::Exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB;
+  while (::flock(fd, op) != 0) {
+    if (errno != EWOULDBLOCK && errno != EINTR) {
+      ::close(fd);
+      throw Error(fmt::format("cannot lock: {}", std::strerror(errno)), path, "check the file system supports flock");
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      // Shared holders are Slurm tasks; an exclusive holder wrote who it is.
+      std::string holder;
+      if (mode == Mode::Shared || ::flock(fd, LOCK_SH | LOCK_NB) != 0) holder = read_text(path);
+      while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
+      ::close(fd);
+      throw Error(fmt::format("the sweep directory is in use{}", holder.empty() ? " (by Slurm tasks of this sweep)"
+                                                                                : " by " + holder),
+                  fs::path(path).parent_path().string(),
+                  fmt::format("wait for that runner to finish (or stop it) before {}; two runners never write the "
+                              "same sweep directory",
+                              purpose));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  if (mode == Mode::Exclusive) {
+    const std::string who = fmt::format("prism sweep (pid {} on {}, since {}, {})\n", getpid(), hostname(), now_iso(), purpose);
+    if (ftruncate(fd, 0) == 0) {
+      ssize_t n = pwrite(fd, who.data(), who.size(), 0);
+      (void)n;
+    }
+  }
+  SweepLock lock(fd);
+  lock.exclusive_ = mode == Mode::Exclusive;
+  return lock;
+}
+
+SweepLock::~SweepLock() {
+  if (fd_ < 0) return;
+  if (exclusive_) {  // the holder's line goes with the lock (a killed holder's stays, without a lock)
+    const int ignored = ftruncate(fd_, 0);
+    (void)ignored;
+  }
+  ::close(fd_);  // closing the descriptor releases the flock
+}
+
+RunRecord read_record(const std::string& dir) {
+  RunRecord r;
+  const std::string path = (fs::path(dir) / "trial.json").string();
+  if (!fs::exists(path)) return r;
+  try {
+    auto j = nlohmann::json::parse(read_text(path));
+    r.status = j.value("status", r.status);
+    r.message = j.value("message", "");
+    r.attempts = j.value("attempts", 0);
+    r.exit_code = j.value("exit_code", 0);
+    r.wall_s = j.value("wall_s", 0.0);
+    r.started = j.value("started", "");
+    r.finished = j.value("finished", "");
+    r.threads = j.value("threads", 0);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(fmt::format("the runner's record is not JSON ({})", e.what()), path,
+                "delete it (the run's own run.h5 is the record that counts) and rerun");
+  }
+  return r;
+}
+
+void write_record(const std::string& dir, const RunRecord& r) {
+  nlohmann::json j{{"status", r.status},     {"message", r.message}, {"attempts", r.attempts},
+                   {"exit_code", r.exit_code}, {"wall_s", r.wall_s},   {"started", r.started},
+                   {"finished", r.finished}, {"threads", r.threads}};
+  write_file_atomic((fs::path(dir) / "trial.json").string(), j.dump(2) + "\n");
+}
+
+const char* run_state_name(RunState s) {
+  switch (s) {
+    case RunState::Pending: return "pending";
+    case RunState::Completed: return "completed";
+    case RunState::Resumable: return "interrupted";
+    case RunState::Restart: return "interrupted";
+    case RunState::Failed: return "failed";
+  }
+  return "?";
+}
+
+RunInspection inspect_run(const std::string& dir) {
+  RunInspection ins;
+  ins.record = read_record(dir);
+  const std::string h5 = (fs::path(dir) / "run.h5").string();
+  const bool has_h5 = fs::exists(h5);
+  if (has_h5) {
+    try {
+      ins.h5_status = read_run_result(h5).status;
+    } catch (const Error&) {
+      ins.h5_status = "unreadable";
+    }
+  }
+  if (fs::exists(fs::path(dir) / "checkpoints")) ins.checkpoint = latest_checkpoint(dir);
+  if (ins.h5_status == "completed") ins.state = RunState::Completed;
+  else if (ins.record.status == "failed" || ins.h5_status == "failed") ins.state = RunState::Failed;
+  else if (has_h5 || ins.record.status == "running" || ins.record.status == "interrupted")
+    ins.state = ins.checkpoint ? RunState::Resumable : RunState::Restart;
+  else ins.state = RunState::Pending;
+  return ins;
+}
+
+std::string prepare_sweep_dir(const std::string& dir, const SweepPlan& plan, bool force) {
+  const fs::path root(dir);
+  const fs::path yaml = root / "sweep.yaml";
+  std::error_code ec;
+  if (fs::exists(root) && !fs::is_directory(root))
+    throw Error("the sweep output is a file, not a directory", dir, "choose another --out");
+  if (!fs::exists(yaml)) {
+    if (fs::exists(root) && !fs::is_empty(root, ec) && !force) {
+      bool only_lock = true;
+      for (const auto& e : fs::directory_iterator(root)) only_lock = only_lock && e.path().filename() == "sweep.lock";
+      if (!only_lock)
+        throw Error("the directory exists, is not empty and holds no sweep.yaml", dir,
+                    "choose another --out, or --force to write the sweep into it anyway (nothing there is removed)");
+    }
+    fs::create_directories(root, ec);
+    if (ec) throw Error(fmt::format("cannot create the sweep directory: {}", ec.message()), dir, "check the path and permissions");
+    write_file_atomic(yaml.string(), plan_to_yaml(plan));
+    return "";
+  }
+  const SweepPlan old_plan = plan_from_yaml(yaml.string());
+  if (old_plan.definition() == plan.definition()) {
+    write_file_atomic(yaml.string(), plan_to_yaml(plan));  // same trials; settings (jobs, ...) may differ
+    return "";
+  }
+  const std::string why = first_difference(old_plan, plan);
+  if (!force)
+    throw Error(fmt::format("the sweep directory was made by a different sweep ({}; {}): {}", old_plan.source,
+                            old_plan.settings.name, why),
+                yaml.string(),
+                "use another --out for this sweep, or --force to take the directory over (finished trials that "
+                "this sweep shares are kept; the rest move to a replaced-<time>/ folder)");
+  // Keep the trials whose name and config (and halving rule) are unchanged.
+  // Rung budgets depend on these; the runs of another budget cannot be reused.
+  const bool halving_same = old_plan.settings.halving.enabled == plan.settings.halving.enabled &&
+                            old_plan.settings.halving.eta == plan.settings.halving.eta &&
+                            old_plan.settings.halving.min_steps == plan.settings.halving.min_steps;
+  std::string stamp = now_iso();
+  std::replace(stamp.begin(), stamp.end(), ':', '-');
+  const fs::path replaced = root / ("replaced-" + stamp);
+  auto move_away = [&](const fs::path& p) {
+    if (!fs::exists(p)) return;
+    fs::create_directories(replaced);
+    fs::rename(p, replaced / p.filename());
+  };
+  for (const auto& t : old_plan.trials) {
+    bool keep = halving_same;
+    if (keep) {
+      auto it = std::find_if(plan.trials.begin(), plan.trials.end(), [&](const Trial& n) { return n.name == t.name; });
+      keep = it != plan.trials.end() && it->config == t.config;
+    }
+    if (!keep) move_away(root / t.name);
+  }
+  for (const char* f : {"sweep.h5", "summary.csv", "ranking.txt", "halving.csv"}) move_away(root / f);
+  fs::create_directories(replaced);
+  fs::copy_file(yaml, replaced / "sweep.yaml", fs::copy_options::overwrite_existing);
+  write_file_atomic(yaml.string(), plan_to_yaml(plan));
+  return replaced.string();
+}
+
+}  // namespace prism

@@ -1,0 +1,81 @@
+#pragma once
+// The sweep directory of DESIGN.md and what keeps it consistent:
+//
+//   <dir>/sweep.yaml          the resolved plan (plan.h); a rerun must match it
+//   <dir>/sweep.lock          held by the runner (exclusive) or Slurm tasks (shared)
+//   <dir>/<trial>/            a run directory: config.yaml, run.h5, checkpoints/,
+//                             trial.yaml (what the runner asked for), train.log,
+//                             trial.json (the runner's record of each attempt)
+//   <dir>/<trial>/rung<k>/    with successive halving: one run directory per rung
+//   <dir>/sweep.h5, summary.csv, ranking.txt   the index (index.h)
+//
+// A run's state comes from its run.h5 status (written by the trainer) and the
+// runner's record (for what the trainer cannot say: a crash, a timeout).
+#include <optional>
+#include <string>
+
+#include "prism/sweep/plan.h"
+
+namespace prism {
+
+// The run directory of a trial at a rung (rung ignored without halving).
+std::string run_dir(const std::string& sweep_dir, const Trial& t, int rung, bool halving);
+
+// An flock on a file, released when destroyed or when the process dies; never
+// inherited by child processes.
+class SweepLock {
+ public:
+  enum class Mode { Exclusive, Shared };
+  // Waits up to wait_s for the lock; then throws prism::Error naming the holder.
+  static SweepLock acquire(const std::string& path, Mode mode, double wait_s, const std::string& purpose);
+  SweepLock(SweepLock&& o) noexcept : fd_(o.fd_), exclusive_(o.exclusive_) { o.fd_ = -1; }
+  SweepLock& operator=(SweepLock&&) = delete;
+  SweepLock(const SweepLock&) = delete;
+  ~SweepLock();
+
+ private:
+  explicit SweepLock(int fd) : fd_(fd) {}
+  int fd_ = -1;
+  bool exclusive_ = false;
+};
+
+// The runner's record of a run (trial.json).
+struct RunRecord {
+  std::string status = "pending";  // pending | running | completed | interrupted | failed
+  std::string message;             // why it failed or stopped
+  int attempts = 0;
+  int exit_code = 0;
+  double wall_s = 0;               // summed over attempts
+  std::string started, finished;   // ISO times of the last attempt
+  int threads = 0;
+};
+RunRecord read_record(const std::string& run_dir);
+void write_record(const std::string& run_dir, const RunRecord& r);
+
+enum class RunState {
+  Pending,     // never started
+  Completed,   // run.h5 says completed
+  Resumable,   // started, not finished, has a checkpoint: continue it
+  Restart,     // started, not finished, no checkpoint: start it over
+  Failed,      // the trainer failed, crashed or timed out
+};
+const char* run_state_name(RunState s);
+
+struct RunInspection {
+  RunState state = RunState::Pending;
+  std::string h5_status;           // "" without run.h5
+  std::optional<std::string> checkpoint;
+  RunRecord record;
+};
+RunInspection inspect_run(const std::string& run_dir);
+
+// Creates the directory with sweep.yaml, or checks that the one there was made
+// by the same sweep. A different sweep is refused unless `force`; then the
+// trials it does not share with `plan` (and its index) move to
+// <dir>/replaced-<time>/, so nothing is lost. Returns that folder ("" if none).
+std::string prepare_sweep_dir(const std::string& dir, const SweepPlan& plan, bool force);
+
+// The local time as 2026-11-29T19:40:00.
+std::string now_iso();
+
+}  // namespace prism

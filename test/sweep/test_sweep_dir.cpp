@@ -1,0 +1,79 @@
+// The sweep directory (sweep_dir.h): the lock, and refusing (or, with --force,
+// taking over without losing anything) a directory made by another sweep.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include "prism/error.h"
+#include "prism/sweep/plan.h"
+#include "prism/sweep/sweep_dir.h"
+#include "sweep/sweep_support.h"
+
+using namespace prism;
+using namespace prism::test;
+namespace fs = std::filesystem;
+
+TEST_CASE("the sweep lock admits one runner, or many tasks, never both", "[sweep][lock]") {
+  TempDir d("prism-lock");
+  const std::string path = d.file("sweep.lock");
+  {
+    auto runner = SweepLock::acquire(path, SweepLock::Mode::Exclusive, 0, "running the sweep");
+    CHECK_THAT(read_file(path), Catch::Contains("pid") && Catch::Contains("running the sweep"));
+    try {
+      SweepLock::acquire(path, SweepLock::Mode::Exclusive, 0.3, "running the sweep");
+      FAIL("a second runner got the lock");
+    } catch (const Error& e) {
+      CHECK_THAT(std::string(e.what()), Catch::Contains("in use by prism sweep (pid") && Catch::Contains("two runners"));
+    }
+    CHECK_THROWS_AS(SweepLock::acquire(path, SweepLock::Mode::Shared, 0, "a task"), Error);
+  }
+  {
+    auto a = SweepLock::acquire(path, SweepLock::Mode::Shared, 0, "a task");
+    auto b = SweepLock::acquire(path, SweepLock::Mode::Shared, 0, "a task");
+    CHECK_THROWS_WITH(SweepLock::acquire(path, SweepLock::Mode::Exclusive, 0, "running the sweep"),
+                      Catch::Contains("Slurm tasks"));
+  }
+  // Released with its holder: a child process holding nothing, a dead holder holding nothing.
+  auto again = SweepLock::acquire(path, SweepLock::Mode::Exclusive, 0, "running the sweep");
+  auto r = run("flock -n -x " + path + " true");
+  CHECK(r.exit_code != 0);  // another process sees it held
+}
+
+TEST_CASE("a directory made by another sweep is refused; --force moves what differs aside", "[sweep][dir]") {
+  TempDir d("prism-sweepdir");
+  write_file(d.file("a.yaml"), tiny_base("/no/data") + "sweep:\n  grid:\n    train.seed: [0, 1]\n");
+  const std::string out = d.file("out");
+  auto a = plan_sweep(d.file("a.yaml"));
+  CHECK(prepare_sweep_dir(out, a, false).empty());
+  CHECK(fs::exists(out + "/sweep.yaml"));
+  CHECK(prepare_sweep_dir(out, plan_sweep(d.file("a.yaml"), {"sweep.jobs=4"}), false).empty());  // same trials
+  for (const auto& t : a.trials) {
+    fs::create_directories(out + "/" + t.name);
+    write_file(out + "/" + t.name + "/run.h5", "results");
+  }
+  write_file(out + "/summary.csv", "old index");
+
+  auto b = plan_sweep(d.file("a.yaml"), {"sweep.grid.train.seed=[1,2]"});
+  try {
+    prepare_sweep_dir(out, b, false);
+    FAIL("a different sweep was accepted");
+  } catch (const Error& e) {
+    CHECK_THAT(std::string(e.what()), Catch::Contains("different sweep") && Catch::Contains("h4x4_seed2 is new") &&
+                                          Catch::Contains("--force"));
+  }
+  auto c = plan_sweep(d.file("a.yaml"), {"train.lr=1.0e-3"});
+  CHECK_THROWS_WITH(prepare_sweep_dir(out, c, false), Catch::Contains("lr: 0.003") && Catch::Contains("is now"));
+
+  const std::string moved = prepare_sweep_dir(out, b, true);
+  REQUIRE_FALSE(moved.empty());
+  CHECK(read_file(out + "/h4x4_seed1/run.h5") == "results");       // shared and unchanged: kept
+  CHECK_FALSE(fs::exists(out + "/h4x4_seed0"));                   // not in the new sweep: moved
+  CHECK(read_file(moved + "/h4x4_seed0/run.h5") == "results");
+  CHECK(read_file(moved + "/summary.csv") == "old index");
+  CHECK_THAT(read_file(moved + "/sweep.yaml"), Catch::Contains("h4x4_seed0"));
+  CHECK_THAT(read_file(out + "/sweep.yaml"), Catch::Contains("h4x4_seed2"));
+
+  TempDir other("prism-notasweep");
+  write_file(other.file("notes.txt"), "mine");
+  CHECK_THROWS_WITH(prepare_sweep_dir(other.path(), a, false), Catch::Contains("not empty"));
+}
