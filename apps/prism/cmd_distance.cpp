@@ -104,6 +104,9 @@ int run(const std::vector<std::string>& args) {
     for (const auto& c : prism_ckpts) targets.push_back({c, result_store_path(c, out, "prism distance"), false});
     for (const auto& c : base_ckpts) targets.push_back({c, result_store_path(c, out, "prism distance"), true});
 
+    // ... and every run's schedule checked against its destination.
+    for (const auto& t : targets) check_result_store(t.store, load_model(t.checkpoint).config.schedule.heads());
+
     std::vector<DistanceProfile> prism_side, base_side;
     std::vector<std::string> prism_stores;
     std::vector<int> d_model;

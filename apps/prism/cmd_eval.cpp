@@ -82,6 +82,7 @@ int run(const std::vector<std::string>& args) {
     for (const auto& s : data.skipped) std::cerr << "skipped " << s << "\n";
 
     LoadedModel lm = load_model(checkpoint);
+    if (store_results) check_result_store(store_path, lm.config.schedule.heads());
     Gpt2Tokenizer tok(vm["vocab"].as<std::string>());
     if (lm.config.model.vocab_size < tok.vocab_size())
       throw Error(fmt::format("the model's vocabulary has {} ids, the GPT-2 tokenizer {}", lm.config.model.vocab_size,

@@ -18,6 +18,19 @@ std::string result_store_path(const std::string& checkpoint, const std::string& 
   return found;
 }
 
+namespace {
+void require_heads(const std::string& path, const std::vector<int>& stored, const std::vector<int>& heads) {
+  if (stored != heads)
+    throw Error(fmt::format("the run store's schedule is [{}], the checkpoint's [{}]", fmt::join(stored, ","),
+                            fmt::join(heads, ",")),
+                path, "write the results to the run the checkpoint belongs to, or to a new file with --out");
+}
+}  // namespace
+
+void check_result_store(const std::string& path, const std::vector<int>& heads) {
+  if (std::filesystem::exists(path)) require_heads(path, RunReader(path).attributes().heads, heads);
+}
+
 RunStore open_result_store(const std::string& path, const LoadedModel& model) {
   const auto& heads = model.config.schedule.heads();
   if (!std::filesystem::exists(path)) {
@@ -27,10 +40,7 @@ RunStore open_result_store(const std::string& path, const LoadedModel& model) {
     return store;
   }
   RunStore store = RunStore::open(path);
-  if (store.attributes().heads != heads)
-    throw Error(fmt::format("the run store's schedule is [{}], the checkpoint's [{}]",
-                            fmt::join(store.attributes().heads, ","), fmt::join(heads, ",")),
-                path, "write the results to the run the checkpoint belongs to, or to a new file with --out");
+  require_heads(path, store.attributes().heads, heads);
   return store;
 }
 

@@ -80,6 +80,7 @@ RunReader::RunReader(const std::string& path) : impl_(std::make_unique<Impl>()) 
   if (!fs::exists(path_, ec))
     throw Error("no run store here", path_, "pass a run.h5 or a run directory written by prism train");
   QuietHdf5 quiet;
+  if (H5Fis_hdf5(path_.c_str()) <= 0) throw Error("not an HDF5 file", path_, kReadFix);
   // A writer briefly leaves SWMR mode to write attributes or results; retry then.
   for (int attempt = 0;; ++attempt) {
     try {
