@@ -15,9 +15,17 @@
 #include <utility>
 
 #include "prism/error.h"
+#include "prism/store/hdf5_support.h"
 
 namespace prism {
 namespace {
+
+using hdf5::check;
+using hdf5::last_error;
+using hdf5::QuietHdf5;
+using hdf5::read_string_attribute;
+using hdf5::utf8_string;
+using hdf5::write_string_attribute;
 
 constexpr hsize_t kSeriesChunk = 512;    // rows per chunk of a 1-D series (4 KiB)
 constexpr hsize_t kAttentionChunk = 64;  // rows per chunk of a k x width table
@@ -45,56 +53,6 @@ std::vector<std::string> attention_columns(size_t layers) {
   return names;
 }
 
-herr_t collect_error(unsigned, const H5E_error2_t* err, void* out) {
-  static_cast<std::vector<const H5E_error2_t*>*>(out)->push_back(err);
-  return 0;
-}
-
-// The C++ wrapper's exception only names the wrapper ("H5Dread failed"), and
-// HDF5 clears its error stack at the next call (a destructor during unwinding),
-// so the cause is captured when the error happens: the innermost message says
-// what actually failed ("addr overflow", "errno = 28, ... No space left").
-thread_local std::string last_hdf5_error;
-
-herr_t capture_error(hid_t stack, void*) {
-  std::vector<const H5E_error2_t*> errors;
-  H5Ewalk2(stack, H5E_WALK_UPWARD, collect_error, &errors);
-  if (errors.empty()) return 0;
-  const H5E_error2_t* cause = errors.front();
-  const H5E_error2_t* api = errors.back();
-  std::string desc = cause->desc ? cause->desc : "unknown error";
-  std::replace(desc.begin(), desc.end(), '\n', ' ');  // HDF5's time stamp ends in a newline
-  last_hdf5_error = fmt::format("{} (in {})", desc, api->func_name ? api->func_name : "HDF5");
-  return 0;
-}
-
-// HDF5 prints its error stack to stderr by default; we report through
-// prism::Error instead, so while our calls run errors are captured, not printed.
-class QuietHdf5 {
- public:
-  QuietHdf5() {
-    H5Eget_auto2(H5E_DEFAULT, &func_, &data_);
-    H5Eset_auto2(H5E_DEFAULT, capture_error, nullptr);
-    last_hdf5_error.clear();
-  }
-  ~QuietHdf5() { H5Eset_auto2(H5E_DEFAULT, func_, data_); }
-  QuietHdf5(const QuietHdf5&) = delete;
-  QuietHdf5& operator=(const QuietHdf5&) = delete;
-
- private:
-  H5E_auto2_t func_ = nullptr;
-  void* data_ = nullptr;
-};
-
-std::string hdf5_detail(const H5::Exception& e) {
-  if (!last_hdf5_error.empty()) return last_hdf5_error;
-  return e.getFuncName() + ": " + e.getDetailMsg();
-}
-
-void check(herr_t result, const char* function) {
-  if (result < 0) throw H5::Exception(function, "failed");
-}
-
 H5::FileAccPropList access_plist(bool clear_stale_marks) {
   H5::FileAccPropList fapl;
   // SWMR needs the 1.10 file format.
@@ -108,29 +66,9 @@ H5::FileAccPropList access_plist(bool clear_stale_marks) {
     // property h5clear -s sets. Only set while we hold the run's writer lock.
     hbool_t clear = true;
     if (H5Pset(fapl.getId(), "clear_status_flags", &clear) < 0)
-      last_hdf5_error.clear();  // a library without it: the open then says to run h5clear -s
+      last_error().clear();  // a library without it: the open then says to run h5clear -s
   }
   return fapl;
-}
-
-H5::StrType utf8_string() {
-  H5::StrType type(H5::PredType::C_S1, H5T_VARIABLE);
-  type.setCset(H5T_CSET_UTF8);
-  return type;
-}
-
-void write_string_attribute(H5::H5Object& object, const char* name, const std::string& value) {
-  H5::StrType type = utf8_string();
-  H5::Attribute attribute = object.attrExists(name) ? object.openAttribute(name)
-                                                     : object.createAttribute(name, type, H5::DataSpace(H5S_SCALAR));
-  attribute.write(type, value);
-}
-
-std::string read_string_attribute(const H5::H5Object& object, const char* name) {
-  H5::Attribute attribute = object.openAttribute(name);
-  std::string value;
-  attribute.read(attribute.getStrType(), value);
-  return value;
 }
 
 void write_root_attributes(H5::H5File& file, const RunAttributes& attrs) {
@@ -424,7 +362,7 @@ struct RunStore::Impl {
     try {
       body();
     } catch (const H5::Exception& e) {
-      std::string detail = hdf5_detail(e);
+      std::string detail = hdf5::detail(e);
       stop_after_failure();
       throw Error(fmt::format("cannot {}: {}", action, detail), path, fix);
     }
@@ -628,6 +566,50 @@ void RunStore::write_eval(const std::string& task, double acc, double acc_norm, 
       scalar("acc", H5::PredType::IEEE_F64LE, H5::PredType::NATIVE_DOUBLE, &acc);
       scalar("acc_norm", H5::PredType::IEEE_F64LE, H5::PredType::NATIVE_DOUBLE, &acc_norm);
       scalar("n", H5::PredType::STD_I64LE, H5::PredType::NATIVE_INT64, &n);
+    });
+  });
+}
+
+void RunStore::write_group(const std::string& path, const ResultGroup& group) {
+  Impl& impl = open_impl();
+  const size_t slash = path.find('/');
+  const std::string top = path.substr(0, slash);
+  bool valid = (top == "attention" || top == "eval") && slash != std::string::npos && path.back() != '/';
+  for (size_t start = 0; valid && start <= path.size();) {
+    size_t end = std::min(path.find('/', start), path.size());
+    std::string part = path.substr(start, end - start);
+    valid = !part.empty() && part != "." && part != ".." && part.find(".partial") == std::string::npos;
+    start = end + 1;
+  }
+  if (!valid)
+    throw Error(fmt::format("invalid result group '{}'", path), path_,
+                "name a group under attention/ or eval/, e.g. attention/heldout or eval/piqa");
+  const std::string leaf = path.substr(path.rfind('/') + 1);
+  const std::string parent = path.substr(0, path.rfind('/'));
+  for (size_t l = 0; l < impl.attrs.heads.size(); ++l)
+    if (path == "attention/" + layer_group(l))
+      throw Error(fmt::format("/{} holds the training-time series", path), path_, "choose another group name");
+  impl.attempt(fmt::format("write /{}", path), kAppendFix, [&] {
+    impl.edit([&] {
+      H5::H5File& file = *impl.file;
+      // Intermediate groups (e.g. /eval/<suite>) are created on the way.
+      std::vector<std::string> parts;
+      for (size_t start = 0; start < parent.size();) {
+        size_t end = std::min(parent.find('/', start), parent.size());
+        parts.push_back(parent.substr(0, end));
+        start = end + 1;
+      }
+      for (const auto& p : parts)
+        if (!file.nameExists(p)) file.createGroup(p);
+      H5::Group container = file.openGroup(parent);
+      if (container.nameExists(leaf) && container.childObjType(leaf) != H5O_TYPE_GROUP)
+        throw Error(fmt::format("/{} is a dataset of the run's schema", path), path_, "choose another group name");
+      const std::string partial = leaf + ".partial";
+      if (container.nameExists(partial)) container.unlink(partial);
+      hdf5::write_result_group(container, partial, group);
+      file.flush(H5F_SCOPE_GLOBAL);
+      if (container.nameExists(leaf)) container.unlink(leaf);
+      container.move(partial, leaf);
     });
   });
 }

@@ -31,6 +31,8 @@
 #include <string>
 #include <vector>
 
+#include "prism/store/result_group.h"
+
 namespace prism {
 
 struct RunAttributes {
@@ -70,6 +72,11 @@ class RunStore {
   // heads) is stored in /attention/distance, per head in /attention/layer_NN/distance.
   void append_attention(int64_t step, const std::vector<std::vector<double>>& per_head);
   void write_eval(const std::string& task, double acc, double acc_norm, int64_t n);
+  // Writes an analysis result whole at `path` ("attention/heldout", "eval/piqa", ...),
+  // under /attention or /eval. It is built under "<path>.partial" and only then
+  // replaces an older group of that name, so a failure never leaves a half-written
+  // result under the real name. The schema's own series cannot be replaced.
+  void write_group(const std::string& path, const ResultGroup& group);
   void set_status(const std::string& status);  // running | completed | failed
   std::string status() const;
   // The root attributes as stored (read when the file was opened).

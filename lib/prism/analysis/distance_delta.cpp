@@ -1,0 +1,216 @@
+#include "prism/analysis/distance_delta.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <sstream>
+
+#include "prism/error.h"
+
+namespace prism {
+namespace {
+
+
+std::string join(const std::vector<std::string>& v, const std::string& sep) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
+  return out;
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::string cur;
+  std::istringstream in(s);
+  while (std::getline(in, cur, sep))
+    if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+const std::string kRemeasure =
+    "measure every run on the same held-out tokens: prism distance RUN... --baseline RUN... --data DIR";
+
+// The side's common schedule; every run of a side must share it.
+std::vector<int> side_heads(const std::vector<DistanceProfile>& side, const char* name) {
+  for (const auto& p : side)
+    if (p.heads != side.front().heads)
+      throw Error(fmt::format("the {} runs have different schedules ({} and {})", name, p.source, side.front().source),
+                  p.source, "give runs of one schedule per side (seeds of the same configuration)");
+  return side.front().heads;
+}
+
+}  // namespace
+
+DistanceDelta distance_delta(const std::vector<DistanceProfile>& prism, const std::vector<DistanceProfile>& baseline,
+                             double confidence) {
+  if (prism.empty() || baseline.empty())
+    throw Error("Delta D_l needs at least one run on each side", "prism distance",
+                "give the Prism run(s) and the uniform baseline run(s) (--baseline)");
+  DistanceDelta d;
+  d.confidence = confidence;
+  d.heads = side_heads(prism, "Prism");
+  d.baseline_heads = side_heads(baseline, "baseline");
+  if (d.heads.size() != d.baseline_heads.size())
+    throw Error(fmt::format("the Prism runs have {} layers, the baseline {}", d.heads.size(), d.baseline_heads.size()),
+                baseline.front().source, "compare models of the same depth (a schedule and its uniform baseline)");
+  const DistanceProfile& first = prism.front();
+  for (const auto* side : {&prism, &baseline})
+    for (const auto& p : *side) {
+      if (p.tokens_id != first.tokens_id || p.batches() != first.batches())
+        throw Error(fmt::format("measured on other tokens than {} ({} vs {})", first.source, p.tokens_id,
+                                first.tokens_id),
+                    p.source, kRemeasure);
+      if (p.bin_edges != first.bin_edges)
+        throw Error(fmt::format("position bins differ from those of {}", first.source), p.source,
+                    "measure every run with the same --bins");
+    }
+  d.tokens_id = first.tokens_id;
+  d.batches = first.batches();
+  d.bin_edges = first.bin_edges;
+  for (const auto& p : prism) d.prism_runs.push_back(p.source);
+  for (const auto& p : baseline) d.baseline_runs.push_back(p.source);
+
+  auto side_means = [](const std::vector<DistanceProfile>& side) {
+    std::vector<std::vector<double>> per_run;  // [run][layer]
+    for (const auto& p : side) per_run.push_back(p.layer_mean());
+    return per_run;
+  };
+  auto side_batches = [](const std::vector<DistanceProfile>& side) {
+    std::vector<std::vector<std::vector<double>>> out;  // [run][batch][layer]
+    for (const auto& p : side) out.push_back(p.layer_by_batch());
+    return out;
+  };
+  const auto pm = side_means(prism), bm = side_means(baseline);
+  const auto pb = side_batches(prism), bb = side_batches(baseline);
+  const size_t L = d.heads.size();
+  for (size_t l = 0; l < L; ++l) {
+    DeltaRow r;
+    r.layer = static_cast<int>(l);
+    r.heads = d.heads[l];
+    r.baseline_heads = d.baseline_heads[l];
+    std::vector<double> ps, bs;
+    for (const auto& m : pm) ps.push_back(m[l]);
+    for (const auto& m : bm) bs.push_back(m[l]);
+    r.prism = mean_of(ps);
+    r.baseline = mean_of(bs);
+    r.delta = r.prism - r.baseline;
+    std::vector<double> diffs;  // per batch: mean over Prism runs - mean over baseline runs
+    for (int64_t b = 0; b < d.batches; ++b) {
+      double sp = 0, sb = 0;
+      for (const auto& run : pb) sp += run[static_cast<size_t>(b)][l];
+      for (const auto& run : bb) sb += run[static_cast<size_t>(b)][l];
+      diffs.push_back(sp / static_cast<double>(pb.size()) - sb / static_cast<double>(bb.size()));
+    }
+    r.batch_ci = mean_interval(diffs, confidence);
+    r.seed_ci = welch_interval(ps, bs, confidence);
+    d.rows.push_back(r);
+  }
+  // Per position bin, from the profiles that have one (training-time rows do not).
+  const size_t bins = d.bin_edges.empty() ? 0 : d.bin_edges.size() - 1;
+  if (bins > 0) {
+    d.by_position.assign(L, std::vector<double>(bins, 0.0));
+    for (const auto* side : {&prism, &baseline}) {
+      const double sign = side == &prism ? 1.0 : -1.0;
+      for (const auto& p : *side) {
+        auto pos = p.layer_by_position();
+        for (size_t l = 0; l < L; ++l)
+          for (size_t b = 0; b < bins; ++b) d.by_position[l][b] += sign * pos[l][b] / static_cast<double>(side->size());
+      }
+    }
+  }
+  return d;
+}
+
+ResultGroup to_result_group(const DistanceDelta& d) {
+  ResultGroup g;
+  const uint64_t L = d.rows.size();
+  const uint64_t bins = d.bin_edges.empty() ? 0 : d.bin_edges.size() - 1;
+  std::vector<int64_t> layer, heads, base_heads;
+  std::vector<double> prism, baseline, delta, blo, bhi, slo, shi, pos;
+  for (const auto& r : d.rows) {
+    layer.push_back(r.layer);
+    heads.push_back(r.heads);
+    base_heads.push_back(r.baseline_heads);
+    prism.push_back(r.prism);
+    baseline.push_back(r.baseline);
+    delta.push_back(r.delta);
+    blo.push_back(r.batch_ci.lo);
+    bhi.push_back(r.batch_ci.hi);
+    slo.push_back(r.seed_ci.lo);
+    shi.push_back(r.seed_ci.hi);
+  }
+  for (const auto& row : d.by_position) pos.insert(pos.end(), row.begin(), row.end());
+  g.set_integer("layer", {L}, layer);
+  g.set_integer("heads", {L}, heads);
+  g.set_integer("baseline_heads", {L}, base_heads);
+  g.set_real("prism", {L}, prism);
+  g.set_real("baseline", {L}, baseline);
+  g.set_real("delta", {L}, delta);
+  g.set_real("batch_ci_lo", {L}, blo);
+  g.set_real("batch_ci_hi", {L}, bhi);
+  g.set_real("seed_ci_lo", {L}, slo);
+  g.set_real("seed_ci_hi", {L}, shi);
+  g.set_integer("bin_edges", {bins + 1}, d.bin_edges.empty() ? std::vector<int64_t>{0} : d.bin_edges);
+  g.set_real("delta_by_position", {d.by_position.empty() ? 0 : L, bins}, pos);
+  g.numbers = {{"confidence", d.confidence}, {"batches", static_cast<double>(d.batches)}};
+  g.text = {{"tokens_id", d.tokens_id},
+            {"prism_runs", join(d.prism_runs, "\n")},
+            {"baseline_runs", join(d.baseline_runs, "\n")},
+            {"definition", "delta = D_l(Prism) - D_l(baseline), same held-out tokens; batch CI: t-interval of the "
+                           "paired per-batch differences; seed CI: Welch over runs (>= 2 per side)"}};
+  return g;
+}
+
+DistanceDelta delta_from_group(const ResultGroup& g, const std::string& where) {
+  DistanceDelta d;
+  d.confidence = g.number("confidence", where);
+  d.batches = static_cast<int64_t>(g.number("batches", where));
+  d.tokens_id = g.string("tokens_id", where);
+  d.prism_runs = split(g.string("prism_runs", where), '\n');
+  d.baseline_runs = split(g.string("baseline_runs", where), '\n');
+  auto layer = g.integers("layer", where), heads = g.integers("heads", where),
+       base = g.integers("baseline_heads", where);
+  auto prism = g.reals("prism", where), baseline = g.reals("baseline", where), delta = g.reals("delta", where);
+  auto blo = g.reals("batch_ci_lo", where), bhi = g.reals("batch_ci_hi", where);
+  auto slo = g.reals("seed_ci_lo", where), shi = g.reals("seed_ci_hi", where);
+  for (size_t l = 0; l < layer.size(); ++l) {
+    DeltaRow r;
+    r.layer = static_cast<int>(layer[l]);
+    r.heads = static_cast<int>(heads[l]);
+    r.baseline_heads = static_cast<int>(base[l]);
+    r.prism = prism[l];
+    r.baseline = baseline[l];
+    r.delta = delta[l];
+    r.batch_ci = {blo[l], bhi[l]};
+    r.seed_ci = {slo[l], shi[l]};
+    d.rows.push_back(r);
+    d.heads.push_back(r.heads);
+    d.baseline_heads.push_back(r.baseline_heads);
+  }
+  d.bin_edges = g.integers("bin_edges", where);
+  if (d.bin_edges.size() < 2) d.bin_edges.clear();
+  const auto& pos = g.at("delta_by_position", where);
+  if (pos.shape.size() == 2 && pos.shape[0] > 0)
+    for (uint64_t l = 0; l < pos.shape[0]; ++l)
+      d.by_position.emplace_back(pos.real.begin() + static_cast<std::ptrdiff_t>(l * pos.shape[1]),
+                                 pos.real.begin() + static_cast<std::ptrdiff_t>((l + 1) * pos.shape[1]));
+  return d;
+}
+
+std::string format_delta_table(const DistanceDelta& d, int d_model) {
+  std::ostringstream out;
+  const std::string pct = fmt::format("{:.0f}%", d.confidence * 100);
+  out << fmt::format("{:>5} {:>11} {:>9} {:>9} {:>9} {:>21} {:>21}\n", "layer", "heads (d_h)", "D_prism", "D_base",
+                     "Delta", pct + " CI batches", pct + " CI seeds");
+  auto interval = [](const Interval& i) {
+    return std::isnan(i.lo) ? std::string("-") : fmt::format("[{:+.3f}, {:+.3f}]", i.lo, i.hi);
+  };
+  for (const auto& r : d.rows)
+    out << fmt::format("{:>5} {:>11} {:>9.3f} {:>9.3f} {:>+9.3f} {:>21} {:>21}\n", r.layer,
+                       fmt::format("{}/{} ({})", r.heads, r.baseline_heads, d_model / r.heads), r.prism, r.baseline,
+                       r.delta, interval(r.batch_ci), interval(r.seed_ci));
+  out << fmt::format("{} Prism run(s) vs {} baseline run(s), {} batches of the same held-out tokens\n",
+                     d.prism_runs.size(), d.baseline_runs.size(), d.batches);
+  return out.str();
+}
+
+}  // namespace prism

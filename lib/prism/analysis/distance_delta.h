@@ -1,0 +1,47 @@
+#pragma once
+// Delta D_l = D_l(Prism) - D_l(baseline) on the same held-out tokens (PAPER.md:
+// early wide-head layers attend more locally, middle layers peak). With several
+// runs per side (seeds), each side is their mean. Two intervals per layer:
+//  - over batches: the paired per-batch differences (the runs read the same
+//    batches), a t-interval of their mean: how sure the number is for these models;
+//  - over seeds: Welch's interval of the per-run D_l, when each side has >= 2 runs:
+//    how much of it is the schedule rather than the initialisation.
+#include <string>
+#include <vector>
+
+#include "prism/analysis/distance_profile.h"
+#include "prism/analysis/stats.h"
+#include "prism/store/result_group.h"
+
+namespace prism {
+
+struct DeltaRow {
+  int layer = 0;
+  int heads = 0, baseline_heads = 0;
+  double prism = 0, baseline = 0, delta = 0;  // D_l of each side and their difference
+  Interval batch_ci{}, seed_ci{};
+};
+
+struct DistanceDelta {
+  std::vector<DeltaRow> rows;
+  std::vector<int> heads, baseline_heads;
+  std::vector<int64_t> bin_edges;
+  std::vector<std::vector<double>> by_position;  // [layer][bin]: Delta per query-position bin
+  double confidence = 0.95;
+  int64_t batches = 0;
+  std::string tokens_id;
+  std::vector<std::string> prism_runs, baseline_runs;
+};
+
+// Throws prism::Error when a side is empty, the sides differ in depth, the runs
+// were measured on different tokens, or one side mixes schedules.
+DistanceDelta distance_delta(const std::vector<DistanceProfile>& prism, const std::vector<DistanceProfile>& baseline,
+                             double confidence);
+
+// /attention/delta layout (docs/analysis.md) and back.
+ResultGroup to_result_group(const DistanceDelta& d);
+DistanceDelta delta_from_group(const ResultGroup& g, const std::string& where);
+
+std::string format_delta_table(const DistanceDelta& d, int d_model);
+
+}  // namespace prism

@@ -1,0 +1,87 @@
+#include "prism/analysis/measure_distance.h"
+
+#include <fmt/format.h>
+
+#include "prism/error.h"
+
+namespace prism {
+
+std::vector<torch::Tensor> layer_distances(GPT& model, const torch::Tensor& idx) {
+  const int64_t T = idx.size(1);
+  if (T > model->config().block_size)
+    throw Error(fmt::format("sequence length {} exceeds the model's block_size {}", T, model->config().block_size),
+                "--seq-len", "measure on windows of at most model.block_size tokens");
+  // The embedding and blocks of GPTImpl::forward; the LM head, which costs more
+  // than every block at GPT-2's vocabulary, is not needed for distances.
+  auto pos = torch::arange(T, torch::dtype(torch::kLong).device(idx.device()));
+  auto x = model->drop(model->wte(idx) + model->wpe(pos));
+  std::vector<torch::Tensor> out(model->h->size());
+  for (size_t l = 0; l < model->h->size(); ++l)
+    x = model->h[l]->as<Block>()->forward(x, model->attention_options(), &out[l]);
+  return out;
+}
+
+std::string resolved_backends(GPT& model, int64_t seq_len) {
+  const auto& heads = model->schedule().heads();
+  std::vector<std::string> names;
+  for (int h : heads) {
+    auto q = torch::empty({1, seq_len, h, model->config().d_model / h});
+    names.push_back(attention::backend_name(attention::resolve_backend(model->attention_options(), q)));
+  }
+  bool same = std::all_of(names.begin(), names.end(), [&](const std::string& n) { return n == names[0]; });
+  if (same) return names.at(0);
+  std::string out;
+  for (size_t start = 0; start < names.size();) {
+    size_t end = start;
+    while (end + 1 < names.size() && names[end + 1] == names[start]) ++end;
+    out += fmt::format("{}l{}{} {}", out.empty() ? "" : ", ", start, end > start ? fmt::format("-{}", end) : "",
+                       names[start]);
+    start = end + 1;
+  }
+  return out;
+}
+
+DistanceProfile measure_distance(GPT& model, TokenLoader& loader, const MeasureOptions& options) {
+  torch::NoGradGuard no_grad;
+  model->eval();
+  const auto& heads = model->schedule().heads();
+  const int64_t T = loader.options().seq_len;
+  DistanceProfile p;
+  p.heads = heads;
+  p.seq_len = T;
+  p.batch = loader.options().batch;
+  p.bin_edges = position_bin_edges(T, options.bins);
+  p.backend = resolved_backends(model, T);
+  const int64_t bins = static_cast<int64_t>(p.bin_edges.size()) - 1;
+  // Position bins as a (T, bins) 0/1 matrix, so each batch sums queries per bin in one matmul.
+  auto device = model->wte->weight.device();
+  auto bin_of = torch::zeros({T, bins}, torch::kDouble);
+  for (int64_t b = 0; b < bins; ++b) bin_of.slice(0, p.bin_edges[b], p.bin_edges[b + 1]).select(1, b).fill_(1.0);
+  bin_of = bin_of.to(device);
+  std::vector<torch::Tensor> bin_sums(heads.size());  // (h_l, bins)
+  for (int64_t i = 0; i < options.batches; ++i) {
+    auto idx = loader.next().first.to(device);
+    auto d = layer_distances(model, idx);
+    std::vector<std::vector<double>> row;
+    for (size_t l = 0; l < d.size(); ++l) {
+      auto dl = d[l].to(torch::kDouble);  // (B, h, T)
+      auto mean = dl.mean({0, 2}).cpu().contiguous();
+      row.emplace_back(mean.data_ptr<double>(), mean.data_ptr<double>() + mean.numel());
+      auto s = torch::matmul(dl.sum(0), bin_of);  // (h, bins)
+      bin_sums[l] = bin_sums[l].defined() ? bin_sums[l] + s : s;
+    }
+    p.by_batch.push_back(std::move(row));
+    if (options.progress) options.progress(i + 1, options.batches);
+  }
+  auto counts = (bin_of.sum(0) * static_cast<double>(options.batches * p.batch)).cpu();  // queries per bin
+  for (size_t l = 0; l < heads.size(); ++l) {
+    auto m = (bin_sums[l].cpu() / counts).contiguous();
+    std::vector<std::vector<double>> per_head;
+    for (int64_t k = 0; k < m.size(0); ++k)
+      per_head.emplace_back(m[k].data_ptr<double>(), m[k].data_ptr<double>() + bins);
+    p.by_position.push_back(std::move(per_head));
+  }
+  return p;
+}
+
+}  // namespace prism

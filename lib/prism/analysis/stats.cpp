@@ -1,0 +1,62 @@
+#include "prism/analysis/stats.h"
+
+#include <boost/math/distributions/students_t.hpp>
+
+#include <cmath>
+#include <limits>
+
+#include "prism/error.h"
+
+namespace prism {
+namespace {
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+}
+
+double mean_of(const std::vector<double>& x) {
+  if (x.empty()) return kNaN;
+  double s = 0;
+  for (double v : x) s += v;
+  return s / static_cast<double>(x.size());
+}
+
+double sample_sd(const std::vector<double>& x) {
+  if (x.size() < 2) return kNaN;
+  const double m = mean_of(x);
+  double ss = 0;
+  for (double v : x) ss += (v - m) * (v - m);
+  return std::sqrt(ss / static_cast<double>(x.size() - 1));
+}
+
+double mean_stderr(const std::vector<double>& x) {
+  return sample_sd(x) / std::sqrt(static_cast<double>(x.size()));
+}
+
+double t_quantile(double confidence, double df) {
+  if (!(confidence > 0 && confidence < 1))
+    throw Error("confidence level must lie strictly between 0 and 1", "--confidence", "use e.g. 0.95");
+  if (!(df > 0)) return kNaN;
+  boost::math::students_t dist(df);
+  return boost::math::quantile(dist, 0.5 + confidence / 2);
+}
+
+Interval mean_interval(const std::vector<double>& x, double confidence) {
+  if (x.size() < 2) return {kNaN, kNaN};
+  const double half = t_quantile(confidence, static_cast<double>(x.size() - 1)) * mean_stderr(x);
+  const double m = mean_of(x);
+  return {m - half, m + half};
+}
+
+Interval welch_interval(const std::vector<double>& a, const std::vector<double>& b, double confidence) {
+  if (a.size() < 2 || b.size() < 2) return {kNaN, kNaN};
+  const double va = std::pow(sample_sd(a), 2) / static_cast<double>(a.size());
+  const double vb = std::pow(sample_sd(b), 2) / static_cast<double>(b.size());
+  const double d = mean_of(a) - mean_of(b);
+  const double se = std::sqrt(va + vb);
+  if (se == 0) return {d, d};
+  const double df = (va + vb) * (va + vb) /
+                    (va * va / static_cast<double>(a.size() - 1) + vb * vb / static_cast<double>(b.size() - 1));
+  const double half = t_quantile(confidence, df) * se;
+  return {d - half, d + half};
+}
+
+}  // namespace prism

@@ -1,0 +1,158 @@
+#include "prism/store/hdf5_support.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <vector>
+
+namespace prism::hdf5 {
+namespace {
+
+herr_t collect_error(unsigned, const H5E_error2_t* err, void* out) {
+  static_cast<std::vector<const H5E_error2_t*>*>(out)->push_back(err);
+  return 0;
+}
+
+// The C++ wrapper's exception only names the wrapper ("H5Dread failed"), and
+// HDF5 clears its error stack at the next call (a destructor during unwinding),
+// so the cause is captured when the error happens: the innermost message says
+// what actually failed.
+herr_t capture_error(hid_t stack, void*) {
+  std::vector<const H5E_error2_t*> errors;
+  H5Ewalk2(stack, H5E_WALK_UPWARD, collect_error, &errors);
+  if (errors.empty()) return 0;
+  const H5E_error2_t* cause = errors.front();
+  const H5E_error2_t* api = errors.back();
+  std::string desc = cause->desc ? cause->desc : "unknown error";
+  std::replace(desc.begin(), desc.end(), '\n', ' ');  // HDF5's time stamp ends in a newline
+  last_error() = fmt::format("{} (in {})", desc, api->func_name ? api->func_name : "HDF5");
+  return 0;
+}
+
+}  // namespace
+
+std::string& last_error() {
+  thread_local std::string message;
+  return message;
+}
+
+QuietHdf5::QuietHdf5() {
+  H5Eget_auto2(H5E_DEFAULT, &func_, &data_);
+  H5Eset_auto2(H5E_DEFAULT, capture_error, nullptr);
+  last_error().clear();
+}
+
+QuietHdf5::~QuietHdf5() { H5Eset_auto2(H5E_DEFAULT, func_, data_); }
+
+std::string detail(const H5::Exception& e) {
+  if (!last_error().empty()) return last_error();
+  return e.getFuncName() + ": " + e.getDetailMsg();
+}
+
+void check(herr_t result, const char* function) {
+  if (result < 0) throw H5::Exception(function, "failed");
+}
+
+H5::StrType utf8_string() {
+  H5::StrType type(H5::PredType::C_S1, H5T_VARIABLE);
+  type.setCset(H5T_CSET_UTF8);
+  return type;
+}
+
+void write_string_attribute(H5::H5Object& object, const char* name, const std::string& value) {
+  H5::StrType type = utf8_string();
+  H5::Attribute attribute = object.attrExists(name) ? object.openAttribute(name)
+                                                     : object.createAttribute(name, type, H5::DataSpace(H5S_SCALAR));
+  attribute.write(type, value);
+}
+
+std::string read_string_attribute(const H5::H5Object& object, const char* name) {
+  H5::Attribute attribute = object.openAttribute(name);
+  std::string value;
+  attribute.read(attribute.getStrType(), value);
+  return value;
+}
+
+namespace {
+
+// Creates a dataset at a relative path, opening or creating the subgroups on the way.
+void write_array(H5::Group& g, const std::string& path, const ResultArray& array) {
+  if (size_t slash = path.find('/'); slash != std::string::npos) {
+    const std::string part = path.substr(0, slash);
+    H5::Group child = g.nameExists(part) ? g.openGroup(part) : g.createGroup(part);
+    write_array(child, path.substr(slash + 1), array);
+    return;
+  }
+  std::vector<hsize_t> dims(array.shape.begin(), array.shape.end());
+  H5::DataSpace space = dims.empty() ? H5::DataSpace(H5S_SCALAR)
+                                     : H5::DataSpace(static_cast<int>(dims.size()), dims.data());
+  if (array.is_integer) {
+    H5::DataSet ds = g.createDataSet(path, H5::PredType::STD_I64LE, space);
+    if (!array.integer.empty()) ds.write(array.integer.data(), H5::PredType::NATIVE_INT64);
+  } else {
+    H5::DataSet ds = g.createDataSet(path, H5::PredType::IEEE_F64LE, space);
+    if (!array.real.empty()) ds.write(array.real.data(), H5::PredType::NATIVE_DOUBLE);
+  }
+}
+
+void read_into(const H5::Group& g, const std::string& prefix, ResultGroup& out) {
+  for (hsize_t i = 0; i < g.getNumObjs(); ++i) {
+    std::string name = g.getObjnameByIdx(i);
+    H5O_type_t type = g.childObjType(name);
+    if (type == H5O_TYPE_GROUP) {
+      read_into(g.openGroup(name), prefix + name + "/", out);
+      continue;
+    }
+    if (type != H5O_TYPE_DATASET) continue;
+    H5::DataSet ds = g.openDataSet(name);
+    H5::DataSpace space = ds.getSpace();
+    const int rank = space.getSimpleExtentNdims();
+    std::vector<hsize_t> dims(static_cast<size_t>(rank));
+    if (rank > 0) space.getSimpleExtentDims(dims.data());
+    std::vector<uint64_t> shape(dims.begin(), dims.end());
+    const auto n = static_cast<size_t>(space.getSimpleExtentNpoints());
+    const H5T_class_t cls = ds.getTypeClass();
+    if (cls == H5T_INTEGER) {
+      std::vector<int64_t> v(n);
+      if (n) ds.read(v.data(), H5::PredType::NATIVE_INT64);
+      out.set_integer(prefix + name, shape, std::move(v));
+    } else if (cls == H5T_FLOAT) {
+      std::vector<double> v(n);
+      if (n) ds.read(v.data(), H5::PredType::NATIVE_DOUBLE);
+      out.set_real(prefix + name, shape, std::move(v));
+    }
+  }
+}
+
+}  // namespace
+
+void write_result_group(H5::Group& parent, const std::string& name, const ResultGroup& group) {
+  H5::Group g = parent.createGroup(name);
+  for (const auto& [path, array] : group.arrays) write_array(g, path, array);
+  for (const auto& [key, value] : group.text) write_string_attribute(g, key.c_str(), value);
+  for (const auto& [key, value] : group.numbers)
+    g.createAttribute(key, H5::PredType::IEEE_F64LE, H5::DataSpace(H5S_SCALAR)).write(H5::PredType::NATIVE_DOUBLE, &value);
+}
+
+ResultGroup read_result_group(const H5::Group& group) {
+  ResultGroup out;
+  read_into(group, "", out);
+  for (int i = 0; i < group.getNumAttrs(); ++i) {
+    H5::Attribute a = group.openAttribute(static_cast<unsigned>(i));
+    if (a.getSpace().getSimpleExtentNpoints() != 1) continue;
+    const std::string key = a.getName();
+    const H5T_class_t cls = a.getTypeClass();
+    if (cls == H5T_STRING) {
+      std::string value;
+      a.read(a.getStrType(), value);
+      out.text[key] = value;
+    } else if (cls == H5T_FLOAT || cls == H5T_INTEGER) {
+      double value = 0;
+      a.read(H5::PredType::NATIVE_DOUBLE, &value);
+      out.numbers[key] = value;
+    }
+  }
+  return out;
+}
+
+}  // namespace prism::hdf5

@@ -1,0 +1,36 @@
+// Confidence intervals of the analysis tables against textbook values.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "prism/analysis/stats.h"
+#include "prism/error.h"
+
+using namespace prism;
+
+TEST_CASE("stats: Student-t quantiles match the tables", "[analysis][stats]") {
+  // Two-sided 95%: t_{0.975, df}.
+  CHECK(t_quantile(0.95, 1) == Approx(12.7062047).epsilon(1e-7));
+  CHECK(t_quantile(0.95, 4) == Approx(2.7764451).epsilon(1e-7));
+  CHECK(t_quantile(0.95, 10) == Approx(2.2281389).epsilon(1e-7));
+  CHECK(t_quantile(0.90, 10) == Approx(1.8124611).epsilon(1e-7));
+  // Fractional df (Welch): numerical inversion of the t CDF gives 3.2187586.
+  CHECK(t_quantile(0.95, 50.0 / 17.0) == Approx(3.2187586).epsilon(1e-6));
+  CHECK_THROWS_AS(t_quantile(1.5, 3), Error);
+}
+
+TEST_CASE("stats: mean interval and Welch interval by hand", "[analysis][stats]") {
+  // mean 3, sd sqrt(2.5), se sqrt(0.5): 3 +- 2.7764451 * 0.70710678.
+  Interval i = mean_interval({1, 2, 3, 4, 5}, 0.95);
+  CHECK(i.lo == Approx(3 - 1.9632432).epsilon(1e-7));
+  CHECK(i.hi == Approx(3 + 1.9632432).epsilon(1e-7));
+  CHECK(mean_stderr({0, 1, 1, 0}) == Approx(std::sqrt(1.0 / 3.0) / 2));
+  // Fewer than two samples: no interval (NaN), never a zero-width one.
+  CHECK(std::isnan(mean_interval({4.0}, 0.95).lo));
+  // a = {1,2,3}, b = {4,6,8}: difference -4, se sqrt(1/3 + 4/3), Welch df = 50/17.
+  Interval w = welch_interval({1, 2, 3}, {4, 6, 8}, 0.95);
+  const double half = 3.2187586 * std::sqrt(5.0 / 3.0);
+  CHECK(w.lo == Approx(-4 - half).epsilon(1e-6));
+  CHECK(w.hi == Approx(-4 + half).epsilon(1e-6));
+  CHECK(std::isnan(welch_interval({1, 2}, {3}, 0.95).lo));
+}

@@ -1,0 +1,75 @@
+// RunReader: reads a run while its writer is live, result groups written by
+// RunStore::write_group, and says clearly what is wrong with other files.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "prism/error.h"
+#include "prism/store/run_reader.h"
+#include "prism/store/run_store.h"
+#include "support.h"
+
+using namespace prism;
+using prism::test::TempDir;
+
+TEST_CASE("RunReader: complete rows of a live run, eval and result groups", "[store][reader]") {
+  TempDir dir("prism-reader");
+  const std::string h5 = dir.file("run.h5");
+  RunStore store = RunStore::create(h5, RunAttributes{"model: {d_model: 64}", {2, 4}, 7, "test"});
+  for (int64_t s = 1; s <= 5; ++s) store.append_train({s, 100 * s, 10.0 - double(s), 1e-3, 0.5, 0.1 * double(s)});
+  store.append_val({5, 500, 7.5});
+  store.append_attention(5, {{1.0, 2.0}, {3.0, 4.0, 5.0, 6.0}});
+  {
+    // The writer is still open (SWMR): the reader sees every row flushed so far.
+    RunReader live(h5);
+    CHECK(live.status() == "running");
+    CHECK(live.attributes().heads == std::vector<int>{2, 4});
+    CHECK(live.attributes().seed == 7);
+    auto train = live.train();
+    REQUIRE(train.size() == 5);
+    CHECK(train[4].step == 5);
+    CHECK(train[4].loss == 5.0);
+    CHECK(live.val().at(0).loss == 7.5);
+    auto att = live.attention();
+    REQUIRE(att.step == std::vector<int64_t>{5});
+    CHECK(att.per_head[0][1] == std::vector<double>{3.0, 4.0, 5.0, 6.0});
+  }
+  store.write_eval("piqa", 0.75, 0.5, 4);
+  ResultGroup g;
+  g.set_real("x", {2, 3}, {1, 2, 3, 4, 5, std::nan("")});
+  g.set_integer("deep/y", {}, {42});
+  g.text["note"] = "hello";
+  g.numbers["level"] = 0.95;
+  store.write_group("eval/extra", g);
+  store.append_train({6, 600, 3.0, 1e-3, 0.5, 0.6});  // appends continue after the edits
+  store.set_status("completed");
+  store.close();
+
+  RunReader r(dir.path());  // a run directory works as well as its run.h5
+  CHECK(r.status() == "completed");
+  CHECK(r.train().size() == 6);
+  auto evals = r.eval();
+  REQUIRE(evals.size() == 2);
+  CHECK(evals[1].task == "piqa");
+  CHECK(evals[1].values.reals("acc", h5) == std::vector<double>{0.75});
+  CHECK(evals[1].values.integers("n", h5) == std::vector<int64_t>{4});
+  ResultGroup back = r.read_group("eval/extra");
+  CHECK(back.at("x", h5).shape == std::vector<uint64_t>{2, 3});
+  CHECK(back.reals("x", h5)[4] == 5.0);
+  CHECK(std::isnan(back.reals("x", h5)[5]));
+  CHECK(back.integers("deep/y", h5) == std::vector<int64_t>{42});
+  CHECK(back.string("note", h5) == "hello");
+  CHECK(back.number("level", h5) == 0.95);
+  CHECK(r.has_group("eval/extra"));
+  CHECK_FALSE(r.has_group("eval/none/deeper"));
+  CHECK_THROWS_WITH(r.read_group("attention/heldout"), Catch::Contains("no /attention/heldout") &&
+                                                            Catch::Contains("prism distance"));
+}
+
+TEST_CASE("RunReader: a missing or foreign file is a clear error", "[store][reader]") {
+  TempDir dir("prism-reader");
+  CHECK_THROWS_WITH(RunReader(dir.file("nope.h5")), Catch::Contains("no run store here"));
+  prism::test::write_file(dir.file("text.h5"), "not hdf5");
+  CHECK_THROWS_WITH(RunReader(dir.file("text.h5")), Catch::Contains("not an HDF5 file"));
+  CHECK(find_run_store(dir.path()).empty());
+}
