@@ -54,7 +54,7 @@ std::string load_error(const std::string& path, const std::vector<std::string>& 
 
 }  // namespace
 
-TEST_CASE("defaults choose group options; later entries win, then the file's own keys", "[config][compose]") {
+TEST_CASE("defaults choose group options, later entries win, then the file's own keys", "[config][compose]") {
   Tree t;
   auto p = t.write("exp.yaml",
                    "defaults:\n  - model: tiny\n  - train: quick\n  - train@data: long\n"

@@ -28,7 +28,7 @@ std::vector<TaskFile> task_files() {
 
 }  // namespace
 
-TEST_CASE("prism eval: a model trained on the gold answers picks them; Python agrees on every number", "[eval][cli]") {
+TEST_CASE("prism eval: a model trained on the gold answers picks them, Python agrees on every number", "[eval][cli]") {
   TempDir dir("prism-eval");
   const std::string vocab = vocab_path();
   // The gold texts of every fixture item, ten times over: the model's whole training data.

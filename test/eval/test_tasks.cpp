@@ -77,7 +77,7 @@ TEST_CASE("tasks: PIQA with its labels file, ARC in both layouts, WinoGrande par
   CHECK(wg.items[1].label == 1);
 }
 
-TEST_CASE("tasks: malformed lines name the file and line; --on-error skip leaves them out", "[eval][tasks]") {
+TEST_CASE("tasks: malformed lines name the file and line, --on-error skip leaves them out", "[eval][tasks]") {
   TempDir dir("prism-tasks");
   const std::string good = R"({"goal": "g", "sol1": "a", "sol2": "b", "label": 1})";
   write_file(dir.file("piqa.jsonl"), good + "\n{\"goal\": \"g\", \"sol1\": \"a\",\n\n" + good + "\n" +

@@ -108,7 +108,7 @@ TEST_CASE("a crashing, hanging or failing trial never stops the others and is re
   CHECK(r.record(2).attempts == 2);  // (the failing one, now at index 2)
 }
 
-TEST_CASE("a run interrupted without a checkpoint starts over; with one it resumes", "[sweep][launcher]") {
+TEST_CASE("a run interrupted without a checkpoint starts over, with one it resumes", "[sweep][launcher]") {
   Runs r({"ok", "ok"});
   // Run 0: a run.h5 from an attempt killed before its first checkpoint.
   auto first = r.launch(1);

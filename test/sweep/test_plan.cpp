@@ -68,7 +68,7 @@ TEST_CASE("a grid expands to every combination, schedule outermost, baseline fir
   CHECK(p.trials[0].step_tokens == 2 * 16);
 }
 
-TEST_CASE("schedule.enumerate expands through the enumerator; the baseline is added once", "[sweep][plan]") {
+TEST_CASE("schedule.enumerate expands through the enumerator, the baseline is added once", "[sweep][plan]") {
   Files f;
   auto p = plan_sweep(f.write("s.yaml", "sweep:\n  grid:\n    schedule.enumerate: {head_dims: [32], block: [2, 2]}\n"
                                         "    schedule.heads: [[4, 4, 4, 4], [2, 2, 4, 4]]\n"));
@@ -92,7 +92,7 @@ TEST_CASE("schedule.enumerate expands through the enumerator; the baseline is ad
   CHECK(names(plain) == std::vector<std::string>{"h4x4_seed0", "h4x4_seed1", "h2x2-4x2_seed0", "h2x2-4x2_seed1"});
 }
 
-TEST_CASE("config group options are an axis; schedules follow each model", "[sweep][plan]") {
+TEST_CASE("config group options are an axis, schedules follow each model", "[sweep][plan]") {
   Files f;
   fs::create_directories(f.dir.file("model"));
   write_file(f.dir.file("model/narrow.yaml"), "preset: test-tiny\nvocab_size: 50257\nn_layer: 4\n");
@@ -115,7 +115,7 @@ TEST_CASE("config group options are an axis; schedules follow each model", "[swe
   CHECK(p.trials[0].params[0] == std::make_pair(std::string("model"), std::string("narrow")));
 }
 
-TEST_CASE("sweep.yaml round-trips the plan; its definition ignores how it runs", "[sweep][plan]") {
+TEST_CASE("sweep.yaml round-trips the plan, its definition ignores how it runs", "[sweep][plan]") {
   Files f;
   auto path = f.write("s.yaml", "sweep:\n  name: rt\n  jobs: 3\n  halving: {eta: 2, min_steps: 2}\n"
                                 "  slurm: {partition: cpu, extra: [\"--qos=low\"]}\n"

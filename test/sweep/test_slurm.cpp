@@ -36,7 +36,7 @@ std::vector<int> array_indices(const std::string& script) {
 
 }  // namespace
 
-TEST_CASE("--launcher slurm writes job arrays whose tasks, run here, finish the sweep wave by wave",
+TEST_CASE("the slurm launcher writes job arrays whose tasks, run here, finish the sweep wave by wave",
           "[sweep][slurm-script]") {
   SweepFixture f;
   auto file = f.sweep_file("s.yaml", kSlurmSweep);

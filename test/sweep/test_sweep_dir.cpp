@@ -39,7 +39,7 @@ TEST_CASE("the sweep lock admits one runner, or many tasks, never both", "[sweep
   CHECK(r.exit_code != 0);  // another process sees it held
 }
 
-TEST_CASE("a directory made by another sweep is refused; --force moves what differs aside", "[sweep][dir]") {
+TEST_CASE("a directory made by another sweep is refused, and --force moves what differs aside", "[sweep][dir]") {
   TempDir d("prism-sweepdir");
   write_file(d.file("a.yaml"), tiny_base("/no/data") + "sweep:\n  grid:\n    train.seed: [0, 1]\n");
   const std::string out = d.file("out");

@@ -123,7 +123,7 @@ TEST_CASE("prism sweep runs every trial and writes sweep.yaml, summary.csv, swee
   CHECK(read_file(out + "/ranking.txt") == table.substr(0, table.find("index:")));
 }
 
-TEST_CASE("a runner killed mid-sweep leaves resumable runs; the rerun skips and resumes", "[sweep][run][resume]") {
+TEST_CASE("a runner killed mid-sweep leaves resumable runs, the rerun skips and resumes", "[sweep][run][resume]") {
   SweepFixture f;
   auto file = f.sweep_file("long.yaml",
                            "sweep:\n  baseline: false\n  grid:\n    schedule.heads: [[2, 2, 4, 4]]\n"
@@ -166,7 +166,7 @@ TEST_CASE("a runner killed mid-sweep leaves resumable runs; the rerun skips and 
   CHECK(read_record(out + "/h2x2-4x2_seed1").attempts == 2);
 }
 
-TEST_CASE("Ctrl-C stops the sweep with checkpoints; the next run continues", "[sweep][run][resume]") {
+TEST_CASE("Ctrl-C stops the sweep with checkpoints, the next run continues", "[sweep][run][resume]") {
   SweepFixture f;
   auto file = f.sweep_file("one.yaml", "sweep:\n  baseline: false\n  grid:\n    schedule.heads: [[2, 2, 4, 4]]\n", 60);
   const std::string out = f.dir.file("out");
@@ -229,7 +229,7 @@ TEST_CASE("a trial over its timeout is stopped, checkpointed and recorded as fai
   CHECK(inspect_run(out + "/h2x2-4x2").checkpoint.has_value());
 }
 
-TEST_CASE("two runners never write one sweep directory; another sweep's directory needs --force",
+TEST_CASE("two runners never write one sweep directory, another sweep's directory needs --force",
           "[sweep][run][lock]") {
   SweepFixture f;
   auto file = f.sweep_file("a.yaml", "sweep:\n  baseline: false\n  grid:\n    schedule.heads: [[2, 2, 4, 4]]\n", 3);

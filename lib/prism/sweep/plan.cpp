@@ -63,6 +63,16 @@ SweepSettings parse_settings(ConfigNode s, const std::string& default_name) {
   out.slurm.max_waves = static_cast<int>(sl.get_int("max_waves", 20, 1, 10000));
   out.slurm.extra = sl.get<std::vector<std::string>>("extra", {});
   sl.finish();
+  ConfigNode est = s.child("estimate");
+  out.estimate.tokens_per_s = est.get_real("tokens_per_s", 0, 0, 1e12);
+  out.estimate.peak_flops = est.get_real("peak_flops", 0, 0, 1e20);
+  out.estimate.mfu = est.get_real("mfu", 0, 0, 1);
+  if ((out.estimate.peak_flops > 0) != (out.estimate.mfu > 0))
+    throw Error("sweep.estimate needs both peak_flops and mfu", est.where("mfu"),
+                "state the device's peak FLOP/s and the utilisation you expect, e.g. {peak_flops: 989e12, mfu: 0.4}");
+  out.estimate.device = est.get<std::string>("device", "");
+  out.estimate.source = est.get<std::string>("source", "");
+  est.finish();
   s.finish();
   return out;
 }
@@ -344,6 +354,13 @@ std::string plan_to_yaml(const SweepPlan& plan) {
   out << YAML::Key << "max_waves" << YAML::Value << s.slurm.max_waves;
   out << YAML::Key << "extra" << YAML::Value << YAML::Flow << s.slurm.extra;
   out << YAML::EndMap;
+  out << YAML::Key << "estimate" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "tokens_per_s" << YAML::Value << s.estimate.tokens_per_s;
+  out << YAML::Key << "peak_flops" << YAML::Value << s.estimate.peak_flops;
+  out << YAML::Key << "mfu" << YAML::Value << s.estimate.mfu;
+  out << YAML::Key << "device" << YAML::Value << s.estimate.device;
+  out << YAML::Key << "source" << YAML::Value << s.estimate.source;
+  out << YAML::EndMap;
   out << YAML::EndMap;
   out << YAML::Key << "trials" << YAML::Value << YAML::BeginSeq;
   for (const auto& t : plan.trials) {
@@ -398,6 +415,13 @@ SweepPlan plan_from_yaml(const std::string& path) {
     plan.settings.slurm.max_parallel = sl["max_parallel"].as<int>();
     plan.settings.slurm.max_waves = sl["max_waves"].as<int>();
     plan.settings.slurm.extra = sl["extra"].as<std::vector<std::string>>();
+    if (const YAML::Node e = s["estimate"]) {  // absent in sweep.yaml files of older versions
+      plan.settings.estimate.tokens_per_s = e["tokens_per_s"].as<double>();
+      plan.settings.estimate.peak_flops = e["peak_flops"].as<double>();
+      plan.settings.estimate.mfu = e["mfu"].as<double>();
+      plan.settings.estimate.device = e["device"].as<std::string>();
+      plan.settings.estimate.source = e["source"].as<std::string>();
+    }
     for (const auto& n : root["trials"]) {
       Trial t;
       t.index = n["index"].as<int>();

@@ -14,6 +14,7 @@
 //     timeout: 600                   # seconds per trial run, 0 = none (--timeout)
 //     halving: {eta: 3, min_steps: 20, keep_baseline: true}
 //     slurm: {partition: cpu, time: "02:00:00", mem: 8G, cpus_per_task: 4}
+//     estimate: {peak_flops: 989e12, mfu: 0.4, device: "1x H100", source: "..."}  # --dry-run cost
 //
 // Every trial's config is composed and validated before anything runs, so a
 // schedule invalid for the model or a bad value fails the whole sweep up front.
@@ -43,6 +44,16 @@ struct SlurmSettings {
   std::vector<std::string> extra;  // more #SBATCH lines, e.g. "--qos=short"
 };
 
+// What a dry run states about cost: training FLOPs come from the cost model;
+// device-hours need a throughput, which the sweep file states with its source.
+struct EstimateSettings {
+  double tokens_per_s = 0;     // training tokens/s of one device for this model, or
+  double peak_flops = 0;       // the device's peak FLOP/s (bf16 dense) and
+  double mfu = 0;              // the model FLOPs utilisation assumed; neither: FLOPs only
+  std::string device;          // e.g. "1x H100 80GB"
+  std::string source;          // where the throughput comes from
+};
+
 struct SweepSettings {
   std::string name;            // default: the sweep file's stem
   bool baseline = true;
@@ -51,6 +62,7 @@ struct SweepSettings {
   double timeout_s = 0;
   HalvingSettings halving;
   SlurmSettings slurm;
+  EstimateSettings estimate;
 };
 
 struct Trial {
