@@ -20,8 +20,8 @@ const char* kUsage =
     "Ctrl-C (SIGINT) or SIGTERM finishes the step, saves a checkpoint and exits; --resume\n"
     "then continues exactly where it stopped.\n\n"
     "examples:\n"
-    "  prism train experiments/demo.yaml\n"
-    "  prism train experiments/demo.yaml schedule.heads=[1,1,2,2,4,4] --out runs/prism-demo\n"
+    "  prism train experiments/cpu-prism.yaml --out runs/prism-demo\n"
+    "  prism train experiments/cpu-prism.yaml schedule=uniform --out runs/uniform-demo\n"
     "  prism train --resume runs/prism-demo train.max_steps=2000";
 
 int run(const std::vector<std::string>& args) {
@@ -54,7 +54,7 @@ int run(const std::vector<std::string>& args) {
       cfg = load_run_config(to.run_dir, overrides);
     } else {
       if (!vm.count("config"))
-        throw Error("no config given", "prism train", "pass a YAML config, e.g. prism train experiments/demo.yaml");
+        throw Error("no config given", "prism train", "pass a YAML config, e.g. prism train experiments/cpu-prism.yaml --out runs/prism-demo");
       const std::string path = vm["config"].as<std::string>();
       cfg = load_config(path, overrides);
       to.run_dir = vm.count("out") ? vm["out"].as<std::string>()
