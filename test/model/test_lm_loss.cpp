@@ -77,4 +77,7 @@ TEST_CASE("fused LM-head cross-entropy under bf16 autocast matches fp32 within b
   CHECK(std::abs(got.loss.item<double>() - ref.loss.item<double>()) < 2e-2 * ref.loss.item<double>());
   CHECK(rel(got.gx, ref.gx) < 2e-2);
   CHECK(rel(got.gw, ref.gw) < 2e-2);
+  // ... and the matmuls really ran in bf16: fp32 would agree to ~1e-6.
+  CHECK(rel(got.gx, ref.gx) > 1e-4);
+  CHECK(std::abs(got.loss.item<double>() - ref.loss.item<double>()) > 1e-6 * ref.loss.item<double>());
 }

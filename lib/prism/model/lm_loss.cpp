@@ -34,8 +34,10 @@ class LmHeadCrossEntropy : public torch::autograd::Function<LmHeadCrossEntropy> 
  public:
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x_in, const torch::Tensor& w_in,
                                const torch::Tensor& targets, int64_t chunk) {
-    c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
+    // Read the autocast dtype before excluding autocast's dispatch keys: whether
+    // autocast is enabled is itself read from that exclusion set.
     const auto dt = compute_dtype(x_in);
+    c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
     auto x = x_in.to(dt).contiguous();
     auto w = w_in.to(dt).contiguous();
     const int64_t N = x.size(0), V = w.size(0);
