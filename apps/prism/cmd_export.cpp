@@ -16,7 +16,7 @@ const char* kUsage =
     "Writes one tidy table (a row per observation, named columns; pandas.read_csv /\n"
     "read_json(orient=\"records\") and R read it directly) to stdout or --out. PATH: a run.h5,\n"
     "a run directory, or a sweep directory (its summary.csv rows, or every run.h5 below it).\n"
-    "Every table starts with run, heads, seed.\n"
+    "Every table starts with run, heads and (but for delta, which pools seeds) seed.\n"
     "  loss      step, tokens, loss, lr, grad_norm, time_s      (training curve)\n"
     "  val       step, tokens, loss                             (validation curve)\n"
     "  distance  source (train | heldout), step, layer, layer_heads, head, distance\n"
