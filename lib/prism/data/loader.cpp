@@ -68,9 +68,9 @@ TokenLoader::TokenLoader(LoaderOptions opt) : impl_(std::make_shared<Impl>()), o
                 "use a longer sequence length or fewer shards per loader");
   m.steps = m.windows / step_windows * static_cast<uint64_t>(opt_.accum);
   if (m.steps == 0)
-    throw Error(fmt::format("the shards hold {} windows of T+1 = {} tokens, fewer than one step of B x world_size x "
-                            "micro-batches = {} x {} x {}",
-                            m.windows, T + 1, opt_.batch, opt_.world_size, opt_.accum),
+    throw Error(fmt::format("the shards hold {} windows of T+1 = {} tokens, fewer than one batch of B x world_size = {} x {}{}",
+                            m.windows, T + 1, opt_.batch, opt_.world_size,
+                            opt_.accum > 1 ? fmt::format(" times {} micro-batches per step", opt_.accum) : ""),
                 opt_.shards.size() == 1 ? opt_.shards[0] : std::filesystem::path(opt_.shards[0]).parent_path().string(),
                 "lower the batch size or T, or prepare more data");
   m.fingerprint = fp ? fp : 1;
