@@ -15,7 +15,8 @@ say() { printf '[setup] %s\n' "$*"; }
 # 1. Debian packages ---------------------------------------------------------
 pkgs=(build-essential cmake ninja-build ccache pkg-config python3-venv
       libyaml-cpp-dev libfmt-dev libboost-program-options-dev libhdf5-dev
-      catch2 libpcre2-dev nlohmann-json3-dev)
+      catch2 libpcre2-dev nlohmann-json3-dev
+      libgloo-dev)  # gloo headers for c10d data parallelism (the symbols come from LibTorch)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "prism/error.h"
+#include "prism/train/distributed.h"
 #include "prism/train/trainer.h"
 
 namespace prism::cli {
@@ -19,6 +20,10 @@ const char* kUsage =
     "distance; readable while the run goes) and checkpoints/ (safetensors + trainer state).\n"
     "Ctrl-C (SIGINT) or SIGTERM finishes the step, saves a checkpoint and exits; --resume\n"
     "then continues exactly where it stopped.\n\n"
+    "Data parallel (one process per core group or GPU; the same results as one process with\n"
+    "the same train.tokens_per_step): launch with torchrun or srun, e.g.\n"
+    "  torchrun --no-python --nproc-per-node 2 prism train CONFIG\n"
+    "Rank 0 writes the run; PRISM_DIST_TIMEOUT (seconds, default 300) bounds waits on other ranks.\n\n"
     "examples:\n"
     "  prism train experiments/cpu-prism.yaml --out runs/prism-demo\n"
     "  prism train experiments/cpu-prism.yaml schedule=uniform --out runs/uniform-demo\n"
@@ -61,7 +66,10 @@ int run(const std::vector<std::string>& args) {
                                    : (std::filesystem::path("runs") / std::filesystem::path(path).stem()).string();
       to.force = vm["force"].as<bool>();
     }
-    for (const auto& w : cfg.schedule_warnings) std::cerr << "warning: schedule " << w.describe() << "\n";
+    // Under a launcher, warnings are rank 0's to print (the others would repeat them).
+    const bool root = read_distributed_env().rank == 0;
+    for (const auto& w : cfg.schedule_warnings)
+      if (root) std::cerr << "warning: schedule " << w.describe() << "\n";
     if (vm["print-config"].as<bool>()) {
       std::cout << to_yaml(cfg) << "\n";
       return 0;

@@ -45,8 +45,12 @@ TokenLoader::TokenLoader(LoaderOptions opt) : impl_(std::make_shared<Impl>()), o
                 "give 0 <= rank < world_size");
   auto& m = *impl_;
   const uint64_t T = static_cast<uint64_t>(opt_.seq_len);
+  if (opt_.accum < 1)
+    throw Error(fmt::format("{} micro-batches per step", opt_.accum), where, "give at least one micro-batch per step");
   m.global_batch = static_cast<uint64_t>(opt_.batch) * static_cast<uint64_t>(opt_.world_size);
-  uint64_t fp = hash_combine(hash_combine(hash_combine(1, T), m.global_batch), opt_.shuffle ? 1 : 0);
+  const uint64_t step_windows = m.global_batch * static_cast<uint64_t>(opt_.accum);
+  // The step's windows, not their split into ranks and micro-batches: a state carries over between world sizes.
+  uint64_t fp = hash_combine(hash_combine(hash_combine(1, T), step_windows), opt_.shuffle ? 1 : 0);
   for (const auto& path : opt_.shards) {
     TokenShard shard(path);
     if (shard.size() < T + 1)
@@ -62,15 +66,17 @@ TokenLoader::TokenLoader(LoaderOptions opt) : impl_(std::make_shared<Impl>()), o
   if (opt_.shuffle && m.windows > UINT32_MAX)
     throw Error(fmt::format("{} windows are more than a shuffled loader numbers", m.windows), where,
                 "use a longer sequence length or fewer shards per loader");
-  m.steps = m.windows / m.global_batch;
+  m.steps = m.windows / step_windows * static_cast<uint64_t>(opt_.accum);
   if (m.steps == 0)
-    throw Error(fmt::format("the shards hold {} windows of T+1 = {} tokens, fewer than one batch of B x world_size = {} x {}",
-                            m.windows, T + 1, opt_.batch, opt_.world_size),
+    throw Error(fmt::format("the shards hold {} windows of T+1 = {} tokens, fewer than one batch of B x world_size = {} x {}{}",
+                            m.windows, T + 1, opt_.batch, opt_.world_size,
+                            opt_.accum > 1 ? fmt::format(" times {} micro-batches per step", opt_.accum) : ""),
                 opt_.shards.size() == 1 ? opt_.shards[0] : std::filesystem::path(opt_.shards[0]).parent_path().string(),
                 "lower the batch size or T, or prepare more data");
   m.fingerprint = fp ? fp : 1;
   m.st.seed = opt_.seed;
   m.st.fingerprint = m.fingerprint;
+  m.st.batch_windows = m.global_batch;
   m.make_order(opt_.shuffle);
 }
 
@@ -105,13 +111,23 @@ void TokenLoader::restore(const LoaderState& s) {
   if (s.fingerprint != 0 && s.fingerprint != m.fingerprint)
     throw Error("the saved loader state belongs to other data or another shape (shards, T, B x world_size or shuffle)",
                 "resume state", "resume with the same data, sequence length, global batch and shuffle setting");
-  if (s.position > m.steps)
+  uint64_t position = s.position;
+  if (s.batch_windows != 0 && s.batch_windows != m.global_batch) {  // another split of the same global batch
+    const uint64_t done = s.position * s.batch_windows;
+    if (done % m.global_batch != 0)
+      throw Error(fmt::format("the saved position ({} windows into the epoch) is not a whole number of batches of B x "
+                              "world_size = {}",
+                              done, m.global_batch),
+                  "resume state", "resume with a batch size and world size whose product divides the step's windows");
+    position = done / m.global_batch;
+  }
+  if (position > m.steps)
     throw Error(fmt::format("the saved position {} is past the {} steps of an epoch", s.position, m.steps), "resume state",
                 "resume with the same data and batch shape");
   bool reorder = s.seed != m.st.seed || s.epoch != m.st.epoch;
   m.st.seed = s.seed;
   m.st.epoch = s.epoch;
-  m.st.position = s.position;
+  m.st.position = position;
   if (reorder) m.make_order(opt_.shuffle);
 }
 

@@ -14,9 +14,13 @@
 // step takes the next G = B * world_size numbers of the order; rank r takes
 // numbers [r*B, (r+1)*B) of them. So ranks are disjoint, and their union at a
 // step is, row for row, the batch a single process with world_size 1 and batch
-// B * world_size reads at that step. An epoch has floor(W / G) steps; the
-// W mod G windows left over are not read in that epoch (others are in the next,
-// when shuffling).
+// B * world_size reads at that step. With gradient accumulation (`accum`
+// micro-batches per optimizer step) an epoch is floor(W / (G * accum)) optimizer
+// steps, so it ends on a step boundary whatever the split of the step's
+// G * accum windows into ranks and micro-batches: runs with the same global
+// batch read the same windows at every step, and a saved position carries over
+// to another world size. The windows left over are not read in that epoch
+// (others are in the next, when shuffling).
 #include <torch/torch.h>
 
 #include <cstdint>
@@ -34,6 +38,7 @@ struct LoaderOptions {
   uint64_t seed = 0;
   int rank = 0;
   int world_size = 1;
+  int64_t accum = 1;                // micro-batches per optimizer step (an epoch is whole steps)
 };
 
 // Everything needed to continue exactly where a loader stopped.
@@ -41,10 +46,14 @@ struct LoaderState {
   uint64_t seed = 0;
   uint64_t epoch = 0;
   uint64_t position = 0;  // batches served in this epoch (per rank)
-  // Digest of the data and shape (token counts, B, T, world size, shuffle) the
-  // state belongs to; restore() refuses a state of other data or shape.
-  // 0 skips the check.
+  // Digest of the data and shape (token counts, T, windows per optimizer step
+  // B * world_size * accum, shuffle) the state belongs to; restore() refuses a
+  // state of other data or shape. 0 skips the check.
   uint64_t fingerprint = 0;
+  // Windows one position spans over all ranks (B * world_size) when saved, so
+  // restore() can carry the position to another split of the same global
+  // batch. 0: the same split as the restoring loader.
+  uint64_t batch_windows = 0;
 };
 
 class TokenLoader {

@@ -71,6 +71,12 @@ H5::FileAccPropList access_plist(bool clear_stale_marks) {
   return fapl;
 }
 
+void write_world_size(H5::H5File& file, int world_size) {
+  if (file.attrExists("world_size")) file.removeAttr("world_size");
+  file.createAttribute("world_size", H5::PredType::STD_I32LE, H5::DataSpace(H5S_SCALAR))
+      .write(H5::PredType::NATIVE_INT, &world_size);
+}
+
 void write_root_attributes(H5::H5File& file, const RunAttributes& attrs) {
   write_string_attribute(file, "config", attrs.config);
   hsize_t layers = attrs.heads.size();
@@ -80,6 +86,7 @@ void write_root_attributes(H5::H5File& file, const RunAttributes& attrs) {
       .write(H5::PredType::NATIVE_UINT64, &attrs.seed);
   write_string_attribute(file, "status", "running");
   write_string_attribute(file, "prism_version", attrs.prism_version);
+  write_world_size(file, attrs.world_size);
 }
 
 RunAttributes read_root_attributes(const H5::H5File& file) {
@@ -90,6 +97,7 @@ RunAttributes read_root_attributes(const H5::H5File& file) {
   attrs.heads.resize(heads.getSpace().getSimpleExtentNpoints());
   heads.read(H5::PredType::NATIVE_INT, attrs.heads.data());
   file.openAttribute("seed").read(H5::PredType::NATIVE_UINT64, &attrs.seed);
+  if (file.attrExists("world_size")) file.openAttribute("world_size").read(H5::PredType::NATIVE_INT, &attrs.world_size);
   return attrs;
 }
 
@@ -623,6 +631,15 @@ void RunStore::set_status(const std::string& status) {
     impl.edit([&] { write_string_attribute(*impl.file, "status", status); });
   });
   impl.status = status;
+}
+
+void RunStore::set_world_size(int world_size) {
+  Impl& impl = open_impl();
+  if (world_size == impl.attrs.world_size) return;
+  impl.attempt("write the world_size attribute", kAppendFix, [&] {
+    impl.edit([&] { write_world_size(*impl.file, world_size); });
+  });
+  impl.attrs.world_size = world_size;
 }
 
 std::string RunStore::status() const {

@@ -40,6 +40,7 @@ struct RunAttributes {
   std::vector<int> heads;    // the schedule
   uint64_t seed = 0;
   std::string prism_version;
+  int world_size = 1;        // data-parallel processes (1 when an older file has no such attribute)
 };
 
 struct TrainRow {
@@ -78,6 +79,7 @@ class RunStore {
   // result under the real name. The schema's own series cannot be replaced.
   void write_group(const std::string& path, const ResultGroup& group);
   void set_status(const std::string& status);  // running | completed | failed
+  void set_world_size(int world_size);          // a run resumed with another number of processes
   std::string status() const;
   // The root attributes as stored (read when the file was opened).
   const RunAttributes& attributes() const;

@@ -65,7 +65,7 @@ std::string save_checkpoint(const std::string& run_dir, GPT& model, torch::optim
                         {"tokens", st.tokens},
                         {"elapsed_s", st.elapsed_s},
                         {"loader", {{"seed", st.loader.seed}, {"epoch", st.loader.epoch}, {"position", st.loader.position},
-                                    {"fingerprint", st.loader.fingerprint}}},
+                                    {"fingerprint", st.loader.fingerprint}, {"batch_windows", st.loader.batch_windows}}},
                         {"best_val_loss", std::isfinite(st.best_val_loss) ? nlohmann::json(st.best_val_loss) : nlohmann::json()},
                         {"best_val_step", st.best_val_step},
                         {"world_size", st.world_size},
@@ -131,6 +131,7 @@ void load_checkpoint(const std::string& ckpt_dir, GPT& model, torch::optim::Adam
   st.loader.epoch = j.at("loader").at("epoch");
   st.loader.position = j.at("loader").at("position");
   st.loader.fingerprint = j.at("loader").value("fingerprint", uint64_t{0});
+  st.loader.batch_windows = j.at("loader").value("batch_windows", uint64_t{0});
   st.best_val_loss = j.at("best_val_loss").is_null() ? std::numeric_limits<double>::infinity() : j.at("best_val_loss").get<double>();
   st.best_val_step = j.at("best_val_step");
   st.world_size = j.at("world_size");

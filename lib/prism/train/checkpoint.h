@@ -28,7 +28,7 @@ struct TrainerState {
   LoaderState loader;
   double best_val_loss = std::numeric_limits<double>::infinity();
   int64_t best_val_step = -1;
-  int world_size = 1;
+  int world_size = 1;      // processes that trained it (resume may use another with the same global batch)
 };
 
 // Saves a checkpoint for `state.step`; keeps the newest `keep` checkpoints.

@@ -7,7 +7,7 @@ namespace prism {
 bool StepResult::diverged() const { return !std::isfinite(loss) || !std::isfinite(grad_norm); }
 
 StepResult optimizer_step(GPT& model, torch::optim::Optimizer& opt, const Execution& exec, const BatchSource& next,
-                          int64_t accum, double grad_clip) {
+                          int64_t accum, double grad_clip, GradientSync* sync) {
   opt.zero_grad(true);
   model->train();
   auto loss_sum = torch::zeros({}, torch::dtype(torch::kFloat).device(exec.device));
@@ -20,11 +20,16 @@ StepResult optimizer_step(GPT& model, torch::optim::Optimizer& opt, const Execut
       AutocastScope autocast(exec);
       loss = model->forward(x, y).loss;
     }
+    if (sync) sync->prepare(m + 1 == accum);
     (loss / static_cast<double>(accum)).backward();
     loss_sum += loss.detach();
   }
   StepResult r;
   r.loss = loss_sum.item<double>() / static_cast<double>(accum);
+  if (sync) {
+    sync->finish();
+    r.loss = sync->group().mean(r.loss);
+  }
   if (!std::isfinite(r.loss)) {
     r.grad_norm = std::nan("");
     return r;

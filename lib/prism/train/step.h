@@ -1,12 +1,16 @@
 #pragma once
 // One optimizer step: gradient accumulation over micro-batches (autocast as the
 // execution says), clipping, AdamW. Shared by the trainer and `prism bench train`.
+// Data-parallel: with a GradientSync, the last micro-step's backward averages
+// the gradients over the ranks and the loss is the mean over ranks, so every
+// rank takes the same decision and the same step.
 #include <torch/torch.h>
 
 #include <functional>
 #include <utility>
 
 #include "prism/model/gpt.h"
+#include "prism/train/distributed.h"
 #include "prism/train/execution.h"
 
 namespace prism {
@@ -24,6 +28,6 @@ struct StepResult {
 // optimizer. Otherwise the optimizer is not stepped, so the weights stay the
 // last good ones; callers check both numbers.
 StepResult optimizer_step(GPT& model, torch::optim::Optimizer& opt, const Execution& exec, const BatchSource& next,
-                          int64_t accum, double grad_clip);
+                          int64_t accum, double grad_clip, GradientSync* sync = nullptr);
 
 }  // namespace prism

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 
@@ -14,6 +15,7 @@
 #include "prism/store/run_store.h"
 #include "prism/store/safetensors.h"
 #include "prism/train/checkpoint.h"
+#include "prism/train/distributed.h"
 #include "prism/train/execution.h"
 #include "prism/train/lr_schedule.h"
 #include "prism/train/optimizer.h"
@@ -54,7 +56,9 @@ struct RunData {
   torch::Tensor distance_x;
 };
 
-RunData open_data(const Config& c) {
+// Training windows are disjoint across ranks (each reads B of the step's
+// B x world_size x accum); validation and distance sets are the same for all.
+RunData open_data(const Config& c, const ProcessGroup& group, int64_t accum) {
   if (c.data.dir.empty())
     throw Error("no training data given", "data.dir",
                 "set data.dir to a prepared corpus (prism data prepare), e.g. data.dir=data/cache/<corpus>");
@@ -70,8 +74,14 @@ RunData open_data(const Config& c) {
   lo.seq_len = c.train.seq_len;
   lo.shuffle = c.data.shuffle;
   lo.seed = c.train.seed;
+  lo.rank = group.rank();
+  lo.world_size = group.world_size();
+  lo.accum = accum;
   d.train = std::make_unique<TokenLoader>(lo);
   LoaderOptions vo = lo;
+  vo.rank = 0;
+  vo.world_size = 1;
+  vo.accum = 1;
   vo.shards = val_shards;
   vo.shuffle = false;
   d.val = std::make_unique<TokenLoader>(vo);
@@ -91,7 +101,9 @@ class Loop {
   TrainSummary run();
 
  private:
+  // Progress is rank 0's; the other ranks report only failures (in the summary).
   void log(const std::string& s) const {
+    if (!group_->is_root()) return;
     if (o_.log) o_.log(s);
     else std::cout << s << std::endl;
   }
@@ -99,9 +111,12 @@ class Loop {
   double validate();
   std::vector<std::vector<double>> measure_distance();
   void checkpoint();
+  void verify_replicas();
 
   const Config& c_;
   const TrainOptions& o_;
+  std::shared_ptr<ProcessGroup> group_ = ProcessGroup::single();
+  std::unique_ptr<GradientSync> sync_;  // world size > 1 only
   Execution exec_;
   GPT model_{nullptr};
   std::unique_ptr<torch::optim::AdamW> opt_;
@@ -135,12 +150,27 @@ double Loop::validate() {
   model_->eval();
   data_.val->reset();
   double total = 0;
-  for (int64_t b = 0; b < data_.val_batches; ++b) {
+  if (!group_->distributed()) {
+    for (int64_t b = 0; b < data_.val_batches; ++b) {
+      auto [x, y] = data_.val->next();
+      AutocastScope autocast(exec_);
+      total += model_->forward(x.to(exec_.device), y.to(exec_.device)).loss.item<double>();
+    }
+    return total / static_cast<double>(data_.val_batches);
+  }
+  // Rank r takes batches r, r + world, ...; the sum over ranks is the 1-process sum.
+  for (int64_t b = group_->rank(); b < data_.val_batches; b += group_->world_size()) {
+    LoaderState at = data_.val->state();
+    at.epoch = 0;
+    at.position = static_cast<uint64_t>(b);
+    data_.val->restore(at);
     auto [x, y] = data_.val->next();
     AutocastScope autocast(exec_);
     total += model_->forward(x.to(exec_.device), y.to(exec_.device)).loss.item<double>();
   }
-  return total / static_cast<double>(data_.val_batches);
+  auto sum = torch::full({1}, total, torch::dtype(torch::kDouble).device(exec_.device));
+  group_->all_reduce_sum(sum);
+  return sum.item<double>() / static_cast<double>(data_.val_batches);
 }
 
 std::vector<std::vector<double>> Loop::measure_distance() {
@@ -149,47 +179,143 @@ std::vector<std::vector<double>> Loop::measure_distance() {
   // A back end without distance output (sdpa) hands this measurement to auto (fused or reference).
   const auto configured = model_->attention_options().backend;
   if (!attention::supports_distance(configured)) model_->attention_options().backend = attention::Backend::Auto;
-  auto out = model_->forward(data_.distance_x.to(exec_.device), {}, /*want_distance=*/true);
-  model_->attention_options().backend = configured;
   std::vector<std::vector<double>> per_head;
-  for (const auto& d : out.distance) {  // (B, h, T) -> mean over batch and queries
-    auto m = d.to(torch::kDouble).mean({0, 2}).to(torch::kCPU).contiguous();
-    per_head.emplace_back(m.data_ptr<double>(), m.data_ptr<double>() + m.numel());
+  if (!group_->distributed()) {
+    auto out = model_->forward(data_.distance_x.to(exec_.device), {}, /*want_distance=*/true);
+    model_->attention_options().backend = configured;
+    for (const auto& d : out.distance) {  // (B, h, T) -> mean over batch and queries
+      auto m = d.to(torch::kDouble).mean({0, 2}).to(torch::kCPU).contiguous();
+      per_head.emplace_back(m.data_ptr<double>(), m.data_ptr<double>() + m.numel());
+    }
+    return per_head;
+  }
+  // Each rank measures a slice of the batch's rows; per-head sums are added over ranks.
+  const auto& heads = c_.schedule.heads();
+  const int64_t n = data_.distance_x.size(0), T = data_.distance_x.size(1);
+  const int64_t lo = n * group_->rank() / group_->world_size(), hi = n * (group_->rank() + 1) / group_->world_size();
+  std::vector<torch::Tensor> sums;
+  if (hi > lo) {
+    auto out = model_->forward(data_.distance_x.slice(0, lo, hi).to(exec_.device), {}, /*want_distance=*/true);
+    for (const auto& d : out.distance) sums.push_back(d.to(torch::kDouble).sum({0, 2}));
+  } else {
+    for (int h : heads) sums.push_back(torch::zeros({h}, torch::dtype(torch::kDouble).device(exec_.device)));
+  }
+  model_->attention_options().backend = configured;
+  auto flat = torch::cat(sums);
+  group_->all_reduce_sum(flat);
+  flat = (flat / static_cast<double>(n * T)).to(torch::kCPU).contiguous();
+  int64_t off = 0;
+  for (int h : heads) {
+    per_head.emplace_back(flat.data_ptr<double>() + off, flat.data_ptr<double>() + off + h);
+    off += h;
   }
   return per_head;
 }
 
 void Loop::checkpoint() {
   st_.loader = data_.train->state();
-  last_checkpoint_ = save_checkpoint(o_.run_dir, model_, *opt_, st_, config_yaml_);
+  if (group_->is_root()) last_checkpoint_ = save_checkpoint(o_.run_dir, model_, *opt_, st_, config_yaml_);
+  else last_checkpoint_ = (fs::path(o_.run_dir) / "checkpoints" / fmt::format("step_{:06d}", st_.step)).string();
+}
+
+// With several processes: rank r on cuda:LOCAL_RANK, and an even share of
+// this host's cores when train.threads is 0 ("all cores").
+void place_rank(Execution& exec, const TrainConfig& t) {
+  const DistributedEnv e = read_distributed_env();
+  if (e.world_size == 1) return;
+  if (exec.device.is_cuda()) exec.device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(e.local_rank));
+  if (t.threads == 0) {
+    torch::set_num_threads(std::max(1, exec.threads / std::max(1, e.local_world_size)));
+    exec.threads = torch::get_num_threads();
+  }
+}
+
+// Data parallelism keeps one model in N copies; this proves it (bit for bit) at
+// checkpoints and at the end, against rank 0's digest of every parameter.
+void Loop::verify_replicas() {
+  if (!group_->distributed()) return;
+  uint64_t h = 0x9E3779B97F4A7C15ULL;
+  for (const auto& p : model_->parameters()) {
+    auto c = p.detach().to(torch::kCPU).contiguous();
+    const auto* bytes = static_cast<const unsigned char*>(c.data_ptr());
+    const size_t n = static_cast<size_t>(c.numel()) * c.element_size();
+    for (size_t i = 0; i < n; i += 8) {
+      uint64_t w = 0;
+      std::memcpy(&w, bytes + i, std::min<size_t>(8, n - i));
+      h = (h ^ w) * 0x100000001B3ULL;
+      h ^= h >> 29;
+    }
+  }
+  int64_t mine = 0;
+  std::memcpy(&mine, &h, sizeof h);
+  auto root = torch::full({1}, mine, torch::dtype(torch::kLong).device(exec_.device));
+  group_->broadcast({root});
+  const bool differ = group_->any(root.item<int64_t>() != mine);
+  if (differ)
+    throw Error(fmt::format("the model replicas differ across the {} ranks at step {}", group_->world_size(), st_.step),
+                fmt::format("rank {}", group_->rank()),
+                "this is a bug in data-parallel training (or non-deterministic kernels); report it with the config");
+  log(fmt::format("step {:>6} | weights identical on {} ranks (digest {:016x})", st_.step, group_->world_size(), h));
 }
 
 TrainSummary Loop::run() {
-  prepare_run_dir();
   exec_ = resolve_execution(c_.train);
-  torch::manual_seed(c_.train.seed);
-  config_yaml_ = to_yaml(c_);
-  model_ = GPT(c_.model, c_.schedule);
-  model_->attention_options().backend = attention::parse_backend(c_.attention.backend);
-  model_->to(exec_.device);
-  opt_ = make_adamw(*model_, c_.train);
-  data_ = open_data(c_);
+  place_rank(exec_, c_.train);
+  group_ = ProcessGroup::from_environment(exec_.device);
+  const int world = group_->world_size();
   const int64_t micro_tokens = c_.train.batch_size * c_.train.seq_len;
-  accum_ = c_.train.tokens_per_step > 0 ? c_.train.tokens_per_step / micro_tokens : 1;
-  const int64_t step_tokens = accum_ * micro_tokens;
+  if (c_.train.tokens_per_step > 0 && c_.train.tokens_per_step % (micro_tokens * world) != 0)
+    throw Error(fmt::format("train.tokens_per_step = {} is not a multiple of batch_size x seq_len x processes = {} x {} x {}",
+                            c_.train.tokens_per_step, c_.train.batch_size, c_.train.seq_len, world),
+                "train.tokens_per_step",
+                fmt::format("use a multiple of {}, or a train.batch_size that divides the step among {} processes",
+                            micro_tokens * world, world));
+  // The global batch (tokens_per_step) is the same whatever the world size; each rank accumulates its share.
+  accum_ = c_.train.tokens_per_step > 0 ? c_.train.tokens_per_step / (micro_tokens * world) : 1;
+  const int64_t step_tokens = accum_ * micro_tokens * world;
 
-  if (o_.resume) {
-    auto ckpt = latest_checkpoint(o_.run_dir);
-    if (!ckpt) throw Error("no checkpoint to resume from", o_.run_dir, "start the run without --resume");
-    load_checkpoint(*ckpt, model_, *opt_, st_);
-    data_.train->restore(st_.loader);
-    store_.emplace(RunStore::resume((fs::path(o_.run_dir) / "run.h5").string(), st_.step));
-    last_checkpoint_ = *ckpt;
-    log(fmt::format("resumed {} at step {} ({} tokens)", *ckpt, st_.step, format_count(static_cast<double>(st_.tokens))));
-  } else {
-    write_file_atomic((fs::path(o_.run_dir) / "config.yaml").string(), config_yaml_);
-    store_.emplace(RunStore::create((fs::path(o_.run_dir) / "run.h5").string(),
-                                    RunAttributes{config_yaml_, c_.schedule.heads(), c_.train.seed, PRISM_VERSION}));
+  // A setup error on any rank stops all of them here, before any collective could hang on it.
+  std::exception_ptr setup_error;
+  try {
+    if (group_->is_root()) prepare_run_dir();
+    torch::manual_seed(c_.train.seed);
+    config_yaml_ = to_yaml(c_);
+    model_ = GPT(c_.model, c_.schedule);
+    model_->attention_options().backend = attention::parse_backend(c_.attention.backend);
+    model_->to(exec_.device);
+    opt_ = make_adamw(*model_, c_.train);
+    data_ = open_data(c_, *group_, accum_);
+    if (o_.resume) {
+      auto ckpt = latest_checkpoint(o_.run_dir);
+      if (!ckpt) throw Error("no checkpoint to resume from", o_.run_dir, "start the run without --resume");
+      load_checkpoint(*ckpt, model_, *opt_, st_);
+      data_.train->restore(st_.loader);
+      if (group_->is_root()) store_.emplace(RunStore::resume((fs::path(o_.run_dir) / "run.h5").string(), st_.step));
+      if (store_) store_->set_world_size(world);
+      last_checkpoint_ = *ckpt;
+      log(fmt::format("resumed {} at step {} ({} tokens){}", *ckpt, st_.step, format_count(static_cast<double>(st_.tokens)),
+                      st_.world_size == world ? "" : fmt::format(", trained so far by {} processes, now {}", st_.world_size, world)));
+    } else if (group_->is_root()) {
+      write_file_atomic((fs::path(o_.run_dir) / "config.yaml").string(), config_yaml_);
+      RunAttributes attrs{config_yaml_, c_.schedule.heads(), c_.train.seed, PRISM_VERSION};
+      attrs.world_size = world;
+      store_.emplace(RunStore::create((fs::path(o_.run_dir) / "run.h5").string(), attrs));
+    }
+  } catch (...) {
+    setup_error = std::current_exception();
+  }
+  if (group_->any(setup_error != nullptr)) {
+    if (setup_error) std::rethrow_exception(setup_error);
+    throw Error("another rank failed to start the run", fmt::format("rank {} of {}", group_->rank(), world),
+                "see rank 0's error (or that of the rank that failed) and fix it");
+  }
+  st_.world_size = world;
+  if (group_->distributed()) {
+    // Identical starting weights everywhere (they already are when seeded alike; this makes it a fact).
+    std::vector<torch::Tensor> params;
+    for (auto& p : model_->parameters()) params.push_back(p);
+    group_->broadcast(params);
+    sync_ = std::make_unique<GradientSync>(group_, params);
   }
 
   auto cost = model_cost(c_.model, c_.schedule, static_cast<int>(c_.train.seq_len));
@@ -201,6 +327,9 @@ TrainSummary Loop::run() {
                   accum_ == 1 ? "" : "es", c_.train.batch_size, c_.train.seq_len));
   log(fmt::format("data: {} train tokens, {} validation batches", format_count(static_cast<double>(data_.train->tokens())),
                   data_.val_batches));
+  if (group_->distributed())
+    log(fmt::format("data parallel: {}; {} gradient bucket{} all-reduced during the backward", group_->describe(),
+                    sync_->bucket_count(), sync_->bucket_count() == 1 ? "" : "s"));
 
   install_stop_handlers();
   TrainSummary sum;
@@ -215,7 +344,7 @@ TrainSummary Loop::run() {
     const bool last = step == c_.train.max_steps;
     if ((c_.train.eval_every > 0 && step % c_.train.eval_every == 0) || last || force) {
       double v = validate();
-      store_->append_val({step, st_.tokens, v});
+      if (store_) store_->append_val({step, st_.tokens, v});
       if (v < st_.best_val_loss) {
         st_.best_val_loss = v;
         st_.best_val_step = step;
@@ -224,7 +353,8 @@ TrainSummary Loop::run() {
       log(fmt::format("step {:>6} | val loss {:.4f}{}", step, v, st_.best_val_step == step ? " (best)" : ""));
     }
     if ((c_.train.distance_every > 0 && step % c_.train.distance_every == 0) || last || force) {
-      store_->append_attention(step, measure_distance());
+      auto d = measure_distance();
+      if (store_) store_->append_attention(step, d);
     }
   };
 
@@ -234,7 +364,8 @@ TrainSummary Loop::run() {
       const auto ts = Clock::now();
       const double lr = learning_rate(c_.train, st_.step);
       set_learning_rate(*opt_, lr);
-      auto r = optimizer_step(model_, *opt_, exec_, [&] { return data_.train->next(); }, accum_, c_.train.grad_clip);
+      auto r = optimizer_step(model_, *opt_, exec_, [&] { return data_.train->next(); }, accum_, c_.train.grad_clip,
+                              sync_.get());
       const double loss = r.loss, norm = r.grad_norm;
       if (r.diverged()) {
         sum.status = "failed";
@@ -249,7 +380,7 @@ TrainSummary Loop::run() {
       const double dt = seconds_since(ts);
       st_.elapsed_s += dt;
       last_loss = loss;
-      store_->append_train({st_.step, st_.tokens, loss, lr, norm, st_.elapsed_s});
+      if (store_) store_->append_train({st_.step, st_.tokens, loss, lr, norm, st_.elapsed_s});
       window_t += dt;
       window_tokens += step_tokens;
       if (st_.step % c_.train.log_every == 0 || st_.step == c_.train.max_steps) {
@@ -261,10 +392,11 @@ TrainSummary Loop::run() {
         window_t = 0;
         window_tokens = 0;
       }
-      const bool stop = stop_requested();
+      const bool stop = group_->any(stop_requested());  // a signal to any rank stops them all after this step
       measure(st_.step, false);
       if ((c_.train.checkpoint_every > 0 && st_.step % c_.train.checkpoint_every == 0) ||
           st_.step == c_.train.max_steps || stop) {
+        verify_replicas();
         checkpoint();
       }
       if (stop) {
@@ -277,8 +409,11 @@ TrainSummary Loop::run() {
     sum.status = "failed";
     sum.message = e.what();
   }
-  store_->set_status(sum.status);
-  store_->close();
+  if (store_) {
+    // run.h5 knows running | completed | failed; an interrupted run stays "running" until resumed.
+    if (sum.status != "interrupted") store_->set_status(sum.status);
+    store_->close();
+  }
 
   sum.steps = st_.step;
   sum.tokens = st_.tokens;
