@@ -34,12 +34,15 @@ TEST_CASE("the best 1/eta are promoted, the baseline always, failures never", "[
                                {"f", 4.0, false, false}};
   auto d = promote(s, 1, 60, h);
   REQUIRE(d.size() == 7);
-  // 7 configurations: keep ceil(7/3) = 3 -> b and f (tie, by name) and c; then the baseline.
+  // 6 configurations besides the baseline: keep ceil(6/3) = 2 -> b and f (tie, by
+  // name); c, third, is pruned; the baseline goes up besides them.
   CHECK(d[0].group == "b");
   CHECK(d[1].group == "f");
   CHECK(d[2].group == "c");
-  for (int i = 0; i < 3; ++i) CHECK(d[static_cast<size_t>(i)].promoted);
-  CHECK(d[0].reason == "top 3 of 7");
+  CHECK(d[0].promoted);
+  CHECK(d[1].promoted);
+  CHECK_FALSE(d[2].promoted);
+  CHECK(d[0].reason == "top 2 of 6");
   CHECK(d[0].rung == 1);
   CHECK(d[0].steps == 60);
   CHECK(d[0].rank == 1);
@@ -60,6 +63,27 @@ TEST_CASE("the best 1/eta are promoted, the baseline always, failures never", "[
   CHECK_FALSE(promote(s, 0, 20, h)[5].promoted);
   // A single configuration is always promoted.
   CHECK(promote({{"only", 9.0, false, false}}, 0, 1, h)[0].promoted);
+}
+
+TEST_CASE("a baseline that ranks first never takes a schedule's place", "[sweep][halving]") {
+  HalvingSettings h;
+  h.eta = 3;
+  std::vector<GroupScore> s = {{"base", 7.0, true, false}, {"a", 7.2, false, false}, {"b", 7.1, false, false}};
+  auto d = promote(s, 0, 18, h);
+  REQUIRE(d.size() == 3);
+  CHECK(d[0].group == "base");
+  CHECK(d[0].promoted);
+  CHECK(d[0].reason == "baseline");
+  CHECK(d[1].group == "b");
+  CHECK(d[1].promoted);
+  CHECK(d[1].reason == "top 1 of 2");
+  CHECK_FALSE(d[2].promoted);
+  // Without keep_baseline the baseline competes like any configuration.
+  h.keep_baseline = false;
+  auto e = promote(s, 0, 18, h);
+  CHECK(e[0].promoted);
+  CHECK_FALSE(e[1].promoted);
+  CHECK_FALSE(e[2].promoted);
 }
 
 TEST_CASE("a rung run is the trial's config with the budget as max_steps, warmup scaled", "[sweep][halving]") {

@@ -301,7 +301,7 @@ TEST_CASE("torchrun --no-python launches prism train on 2 processes", "[ddp]") {
   check_same_run(r1, r2);
 }
 
-TEST_CASE("a rank killed or hung mid-run makes the other fail with a message; run.h5 opens", "[ddp]") {
+TEST_CASE("a rank killed or hung mid-run makes the other fail with a message, run.h5 opens", "[ddp]") {
   if (skip_without_distributed()) return;
   Fixture f;
   const std::string cfg = f.config("[1, 4]", 400);

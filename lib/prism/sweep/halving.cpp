@@ -31,7 +31,13 @@ std::vector<PromotionDecision> promote(const std::vector<GroupScore>& scores, in
     return a.group < b.group;
   });
   const int n = static_cast<int>(sorted.size());
-  const int keep = std::max(1, (n + h.eta - 1) / h.eta);
+  // With keep_baseline the baseline is promoted besides the best 1/eta of the other
+  // configurations, never instead of one: a rung must carry a schedule to compare.
+  const bool spare_baseline = h.keep_baseline;
+  int candidates = 0;
+  for (const auto& g : sorted) candidates += (spare_baseline && g.baseline) ? 0 : 1;
+  const int keep = std::max(1, (candidates + h.eta - 1) / h.eta);
+  int kept = 0;
   std::vector<PromotionDecision> out;
   for (int i = 0; i < n; ++i) {
     const GroupScore& g = sorted[static_cast<size_t>(i)];
@@ -44,12 +50,13 @@ std::vector<PromotionDecision> promote(const std::vector<GroupScore>& scores, in
     const bool failed = g.failed || !std::isfinite(g.val_loss);
     if (failed) {
       d.reason = "failed";
-    } else if (i < keep) {
-      d.promoted = true;
-      d.reason = fmt::format("top {} of {}", keep, n);
-    } else if (g.baseline && h.keep_baseline) {
+    } else if (g.baseline && spare_baseline) {
       d.promoted = true;
       d.reason = "baseline";
+    } else if (kept < keep) {
+      ++kept;
+      d.promoted = true;
+      d.reason = fmt::format("top {} of {}", keep, candidates);
     } else {
       d.reason = "pruned";
     }

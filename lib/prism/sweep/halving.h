@@ -4,7 +4,8 @@
 // first trains for a small step budget; the best 1/eta by mean validation loss
 // across its seeds are promoted to a budget eta times larger, and so on up to
 // train.max_steps. The uniform baseline is always promoted (keep_baseline), so
-// the final table can compare against it.
+// the final table can compare against it, and then in addition to the best 1/eta
+// of the other configurations, never in place of one.
 //
 // Each rung is a complete run at its budget (max_steps set to the budget, warmup
 // scaled with it), not a truncated long run: a cosine schedule cut short ranks
