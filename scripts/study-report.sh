@@ -42,6 +42,10 @@ PY
       > "$out/distance-$w.txt"
   fi
   "$prism" export "$sweep" --what summary --out "$out/summary-$w.csv"
+  # The same grid without halving, when it was run (to check halving kept its winner).
+  if [ -f "$sweep-full/summary.csv" ]; then
+    "$prism" export "$sweep-full" --what summary --out "$out/summary-$w-full.csv"
+  fi
   "$prism" export "${prism_runs[@]}" "${uniform_runs[@]}" --what val --out "$out/val-$w.csv"
   "$prism" export "${prism_runs[@]}" "${uniform_runs[@]}" --what loss --out "$out/loss-$w.csv"
   "$prism" export "${prism_runs[@]}" --what delta --out "$out/delta-$w.csv"
