@@ -17,7 +17,8 @@ set(PRISM_DEVICE_SOURCES
   ${_src}/lib/prism/config/model_config.cpp
   ${_src}/lib/prism/schedule/head_schedule.cpp
   ${_src}/lib/prism/schedule/rules.cpp
-  ${_src}/lib/prism/model/gpt.cpp)
+  ${_src}/lib/prism/model/gpt.cpp
+  ${_src}/lib/prism/model/lm_loss.cpp)
 file(GLOB_RECURSE _attention CONFIGURE_DEPENDS ${_src}/lib/prism/attention/*.cpp)
 if(NOT PRISM_WITH_CUDA)
   list(FILTER _attention EXCLUDE REGEX "/attention/cuda/")
