@@ -12,4 +12,4 @@ prism=build/apps/prism/prism
 [ -d data/cache/austen ] || "$prism" data prepare --recipe austen
 "$prism" sweep experiments/study/cpu-quick.yaml "$@"
 echo "[quickstart] results: sweeps/cpu-quick (summary.csv, sweep.h5, one run.h5 per trial);"
-echo "[quickstart] next: $prism export sweeps/cpu-quick --what val | scripts/study-cpu.sh (the whole CPU study, ~1 h)"
+echo "[quickstart] next: $prism export sweeps/cpu-quick --what val (the curves as CSV), or scripts/study-cpu.sh (the whole CPU study, ~1 h)"
