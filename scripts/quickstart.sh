@@ -7,7 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -f build/CMakeCache.txt ] || { echo "[quickstart] build/ is not configured. Fix: run scripts/setup.sh first" >&2; exit 2; }
-cmake --build build -j"$(nproc)" > /dev/null
+echo "[quickstart] building prism (the first build takes about 15 minutes on 2 cores; later ones seconds)"
+cmake --build build -j"$(nproc)" --target prism
 prism=build/apps/prism/prism
 [ -d data/cache/austen ] || "$prism" data prepare --recipe austen
 "$prism" sweep experiments/study/cpu-quick.yaml "$@"
