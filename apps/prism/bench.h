@@ -2,9 +2,12 @@
 // `prism bench <name>`: each benchmark file registers itself here. A benchmark
 // prints what it measured, on what machine, and as ratios against a named
 // baseline run in the same process.
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
+
+#include "prism/train/step.h"
 
 namespace prism::cli {
 
@@ -22,5 +25,9 @@ std::vector<Benchmark> benchmarks();
 
 // "AMD EPYC ..., 2 threads, LibTorch 2.13.0 (CPU)" -- printed by every benchmark.
 std::string machine_description();
+
+// Training batches of uniformly random tokens (x, y both (B, T)), from a CPU
+// generator seeded with `seed`: what the training benchmarks feed every step.
+BatchSource random_token_batches(int64_t vocab_size, int64_t B, int64_t T, uint64_t seed);
 
 }  // namespace prism::cli

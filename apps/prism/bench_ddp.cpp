@@ -69,11 +69,7 @@ Timing time_steps(const Setup& s, const std::shared_ptr<ProcessGroup>& group) {
   torch::manual_seed(0);
   GPT model(s.mc, HeadSchedule::uniform(s.mc.n_layer, s.mc.n_head));
   auto opt = make_adamw(*model, tc);
-  auto gen = at::detail::createCPUGenerator(1 + group->rank());
-  BatchSource next = [&] {
-    return std::make_pair(torch::randint(0, s.mc.vocab_size, {s.B, s.T}, gen, torch::kLong),
-                          torch::randint(0, s.mc.vocab_size, {s.B, s.T}, gen, torch::kLong));
-  };
+  BatchSource next = random_token_batches(s.mc.vocab_size, s.B, s.T, 1 + group->rank());
   std::vector<torch::Tensor> params = model->parameters();
   std::unique_ptr<GradientSync> sync;
   if (group->distributed()) {

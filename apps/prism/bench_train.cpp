@@ -53,11 +53,7 @@ Measured time_prism(const ModelConfig& mc, const HeadSchedule& s, const std::str
   GPT model(mc, s);
   model->attention_options().backend = attention::parse_backend(backend);
   auto opt = make_adamw(*model, tc);
-  auto gen = at::detail::createCPUGenerator(1);
-  BatchSource next = [&] {
-    return std::make_pair(torch::randint(0, mc.vocab_size, {B, T}, gen, torch::kLong),
-                          torch::randint(0, mc.vocab_size, {B, T}, gen, torch::kLong));
-  };
+  BatchSource next = random_token_batches(mc.vocab_size, B, T, 1);
   Measured m;
   for (int i = 0; i < warmup; ++i) optimizer_step(model, *opt, exec, next, 1, 1.0);
   std::unique_ptr<torch::autograd::profiler::RecordProfile> prof;
