@@ -33,9 +33,8 @@ std::vector<PromotionDecision> promote(const std::vector<GroupScore>& scores, in
   const int n = static_cast<int>(sorted.size());
   // With keep_baseline the baseline is promoted besides the best 1/eta of the other
   // configurations, never instead of one: a rung must carry a schedule to compare.
-  const bool spare_baseline = h.keep_baseline;
-  int candidates = 0;
-  for (const auto& g : sorted) candidates += (spare_baseline && g.baseline) ? 0 : 1;
+  const int candidates = static_cast<int>(
+      std::count_if(sorted.begin(), sorted.end(), [&](const GroupScore& g) { return !(h.keep_baseline && g.baseline); }));
   const int keep = std::max(1, (candidates + h.eta - 1) / h.eta);
   int kept = 0;
   std::vector<PromotionDecision> out;
@@ -50,7 +49,7 @@ std::vector<PromotionDecision> promote(const std::vector<GroupScore>& scores, in
     const bool failed = g.failed || !std::isfinite(g.val_loss);
     if (failed) {
       d.reason = "failed";
-    } else if (g.baseline && spare_baseline) {
+    } else if (g.baseline && h.keep_baseline) {
       d.promoted = true;
       d.reason = "baseline";
     } else if (kept < keep) {
