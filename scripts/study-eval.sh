@@ -12,16 +12,8 @@ cd "$(dirname "$0")/.."
 [ $# -ge 2 ] || { sed -n 2,10p "$0" >&2; exit 2; }
 sweep=$1 tasks=$2 data=${3:-}
 prism=${PRISM:-build/apps/prism/prism}
-py=${PRISM_PYTHON:-.venv/bin/python}
-[ -f "$sweep/summary.csv" ] || { echo "study-eval: $sweep/summary.csv not found. Fix: run (or --collect) the sweep first" >&2; exit 2; }
 # "run_dir schedule" of each completed trial, from the sweep's index.
-mapfile -t rows < <("$py" - "$sweep/summary.csv" <<'PY'
-import csv, sys
-for r in csv.DictReader(open(sys.argv[1])):
-    if r["status"] == "completed":
-        print(r["run_dir"], r["schedule"])
-PY
-)
+mapfile -t rows < <(scripts/sweep-runs.sh "$sweep")
 [ ${#rows[@]} -gt 0 ] || { echo "study-eval: no completed trials in $sweep" >&2; exit 1; }
 if [ -z "$data" ]; then
   first=${rows[0]%% *}

@@ -17,16 +17,8 @@ for w in 128 192 256; do
   sweep=sweeps/cpu-study-$w
   [ -f "$sweep/summary.csv" ] || { echo "study-report: $sweep/summary.csv missing (run scripts/study-cpu.sh); skipping width $w" >&2; continue; }
   "$prism" sweep "$sweep" --collect > "$out/ranking-$w.txt"
-  # The last rung's completed runs: "run_dir schedule" lines.
-  mapfile -t rows < <("$py" - "$sweep/summary.csv" <<'PY'
-import csv, sys
-rows = [r for r in csv.DictReader(open(sys.argv[1])) if r["status"] == "completed"]
-top = max((int(r["rung"]) for r in rows), default=0)
-for r in rows:
-    if int(r["rung"]) == top:
-        print(r["run_dir"], r["schedule"])
-PY
-)
+  # The last rung's runs: "run_dir schedule" lines.
+  mapfile -t rows < <(scripts/sweep-runs.sh "$sweep")
   prism_runs=() uniform_runs=()
   for row in "${rows[@]}"; do
     if [ "${row#* }" = uniform ]; then uniform_runs+=("$sweep/${row%% *}"); else prism_runs+=("$sweep/${row%% *}"); fi

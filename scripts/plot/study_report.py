@@ -46,9 +46,10 @@ class Size:
         self.delta = read(os.path.join(out, f"delta-{width}.csv"))
         with open(os.path.join(out, f"ranking-{width}.txt")) as f:
             self.ranking = f.read().rstrip()
+        # The export lists every run; under halving, lower rungs' runs completed too.
         done = [r for r in self.summary if r["status"] == "completed"]
-        self.top_rung = max(int(r["rung"]) for r in done)
-        final = [r for r in done if int(r["rung"]) == self.top_rung]
+        top_rung = max(int(r["rung"]) for r in done)
+        final = [r for r in done if int(r["rung"]) == top_rung]
         self.uniform = {int(r["seed"]): r for r in final if r["schedule"] == "uniform"}
         prism = [r for r in final if r["schedule"] != "uniform"]
         self.schedule = prism[0]["schedule"]
@@ -56,18 +57,16 @@ class Size:
         self.uniform_heads = next(iter(self.uniform.values()))["heads"]
         self.prism = {int(r["seed"]): r for r in prism if r["schedule"] == self.schedule}
         self.seeds = sorted(set(self.prism) & set(self.uniform))
+        self.diffs = [a - b for a, b in zip(self.finals("prism"), self.finals("uniform"))]
+        self.diff_mean, self.diff_std = mean_std(self.diffs)
+        n = len(self.diffs)
+        half = T95.get(n - 1, 1.96) * self.diff_std / math.sqrt(n) if n > 1 else float("nan")
+        self.diff_ci = (self.diff_mean - half, self.diff_mean + half)
 
     # Final validation loss per arm and seed.
     def finals(self, arm):
         rows = self.prism if arm == "prism" else self.uniform
         return [float(rows[s]["final_val_loss"]) for s in self.seeds]
-
-    def paired(self):
-        d = [a - b for a, b in zip(self.finals("prism"), self.finals("uniform"))]
-        m, s = mean_std(d)
-        n = len(d)
-        half = T95.get(n - 1, 1.96) * s / math.sqrt(n) if n > 1 else float("nan")
-        return d, m, s, (m - half, m + half)
 
     def tokens_per_s(self, arm):
         rows = self.prism if arm == "prism" else self.uniform
@@ -122,7 +121,7 @@ class Size:
 
 
 def verdict_loss(z):
-    _, m, _, (lo, hi) = z.paired()
+    lo, hi = z.diff_ci
     if math.isnan(lo):
         return "one seed: no interval"
     if hi < 0:
@@ -135,7 +134,7 @@ def verdict_loss(z):
 def seeds_needed(z):
     """Seeds for a 95% interval of the paired difference to exclude zero, if the
     observed mean and spread held (normal approximation)."""
-    _, m, s, _ = z.paired()
+    m, s = z.diff_mean, z.diff_std
     if math.isnan(s) or m == 0:
         return None
     return max(2, math.ceil((1.96 * s / abs(m)) ** 2))
@@ -164,12 +163,12 @@ def main():
     L.append("| width | Prism schedule | seeds | uniform | Prism | Prism − uniform (paired) | 95% CI | reading |")
     L.append("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for z in sizes:
-        d, m, s, (lo, hi) = z.paired()
+        m, s, (lo, hi) = z.diff_mean, z.diff_std, z.diff_ci
         L.append(f"| {z.width} | {z.schedule} | {len(z.seeds)} | {fmt_pm(*mean_std(z.finals('uniform')))} | "
                  f"{fmt_pm(*mean_std(z.finals('prism')))} | {fmt_pm(m, s)} | [{lo:+.4f}, {hi:+.4f}] | {verdict_loss(z)} |")
     L.append("")
     L.append("Per seed (Prism − uniform): " + "; ".join(
-        f"width {z.width}: " + ", ".join(f"{x:+.4f}" for x in z.paired()[0]) for z in sizes) + ".")
+        f"width {z.width}: " + ", ".join(f"{x:+.4f}" for x in z.diffs) for z in sizes) + ".")
     L.append("")
 
     L.append("## Steps to reach validation-loss milestones (mean over seeds)")
@@ -250,7 +249,7 @@ def main():
     L.append("## Does the paper's direction show at this scale?")
     L.append("")
     for z in sizes:
-        _, m, s, (lo, hi) = z.paired()
+        m, (lo, hi) = z.diff_mean, z.diff_ci
         rows = z.delta_rows()
         base = rows[-1]["baseline_layer_heads"]
         wide = [float(r["delta"]) for r in rows if r["layer_heads"] != base]
@@ -267,8 +266,8 @@ def main():
                     f"{len(wide) + peak}. " if later else "")
                  + (f"At the observed spread, about {need} seeds per arm would resolve a difference this size "
                     f"(normal approximation; with t intervals somewhat more)." if need else ""))
-    lower = sum(1 for z in sizes if z.paired()[1] < 0)
-    resolved = sum(1 for z in sizes if not math.isnan(z.paired()[3][1]) and (z.paired()[3][1] < 0 or z.paired()[3][0] > 0))
+    lower = sum(1 for z in sizes if z.diff_mean < 0)
+    resolved = sum(1 for z in sizes if z.diff_ci[1] < 0 or z.diff_ci[0] > 0)
     L.append("")
     L.append(f"In short: Prism's mean validation loss is below uniform's at {lower} of {len(sizes)} widths, and "
              f"{resolved} of {len(sizes)} differences are resolved by their 95% intervals"
