@@ -126,6 +126,7 @@ int run(const std::vector<std::string>& args) {
       lo.batch = batch;
       lo.seq_len = T;
       lo.shuffle = false;
+      lo.vocab_size = cfg.model.vocab_size;
       TokenLoader loader(lo);
       if (loader.batches_per_epoch() < 1)
         throw Error(fmt::format("the held-out shards hold {} tokens, less than one batch of {} x {}", loader.tokens(),

@@ -31,7 +31,9 @@ const char* kUsage =
     "before anything runs. See experiments/sweeps/ for examples.\n\n"
     "Trials run as `prism train` child processes, --jobs at a time, the threads divided\n"
     "among them. Rerunning the same command resumes: completed trials are skipped,\n"
-    "interrupted ones continue from their checkpoints, failed ones are rerun only with\n"
+    "interrupted ones continue from their checkpoints, a trial that failed before it\n"
+    "trained a step (data not prepared yet, a missing file) is tried again, and one that\n"
+    "failed while training (diverged, crashed, timed out) is rerun only with\n"
     "--retry-failed. A failing trial never stops the others. Output (--out, default\n"
     "sweeps/<name>): sweep.yaml, one folder per trial (run.h5, checkpoints, train.log),\n"
     "summary.csv, sweep.h5, ranking.txt, and the ranked table printed at the end.\n\n"
@@ -123,7 +125,8 @@ int run(const std::vector<std::string>& args) {
         ("jobs,j", po::value<int>(), "trials at once on this machine (default: sweep.jobs, else 1)")
         ("threads", po::value<int>(), "threads shared by the concurrent trials (default: sweep.threads, else every core)")
         ("timeout", po::value<double>(), "seconds per trial run before it is stopped and marked failed (0: none)")
-        ("retry-failed", po::bool_switch(), "rerun failed trials (from their checkpoint when they have one)")
+        ("retry-failed", po::bool_switch(), "rerun every failed trial (from its checkpoint when it has one)")
+        ("no-retry", po::bool_switch(), "rerun no failed trial, not even those that failed before training")
         ("force", po::bool_switch(), "take over a sweep directory made by a different sweep (nothing is deleted)")
         ("collect", po::bool_switch(), "rebuild the index (summary.csv, sweep.h5) and print the table; run nothing")
         ("launcher", po::value<std::string>()->default_value("local"), "local | slurm")
@@ -172,14 +175,18 @@ int run(const std::vector<std::string>& args) {
     if (jobs < 1) throw Error("--jobs must be at least 1", "--jobs", "pass --jobs 1 or more");
     if (threads < 0) throw Error("--threads must not be negative", "--threads", "pass 0 (every core) or more");
 
+    if (vm["retry-failed"].as<bool>() && vm["no-retry"].as<bool>())
+      throw Error("--retry-failed and --no-retry contradict each other", "command line", "pass one of them");
+    const RetryPolicy retry = vm["retry-failed"].as<bool>() ? RetryPolicy::All
+                              : vm["no-retry"].as<bool>()   ? RetryPolicy::None
+                                                            : RetryPolicy::Untrained;
     if (vm["dry-run"].as<bool>()) {
       print_dry_run(plan, dir, jobs, threads);
       return 0;
     }
     if (vm.count("task-index")) {
       if (!is_dir) throw Error("--task-index runs a trial of a sweep directory", target, "pass the sweep directory");
-      return run_slurm_task(plan, dir, vm["task-index"].as<int>(), vm["rung"].as<int>(), "",
-                            vm["retry-failed"].as<bool>());
+      return run_slurm_task(plan, dir, vm["task-index"].as<int>(), vm["rung"].as<int>(), "", retry);
     }
     if (vm["collect"].as<bool>()) {
       if (!fs::exists(fs::path(dir) / "sweep.yaml"))
@@ -195,7 +202,7 @@ int run(const std::vector<std::string>& args) {
       SlurmOptions so;
       so.dir = dir;
       so.threads = threads_per_trial(threads, jobs);
-      so.retry_failed = vm["retry-failed"].as<bool>();
+      so.retry = retry;
       so.force = vm["force"].as<bool>();
       so.submit = !vm["no-submit"].as<bool>();
       auto sub = submit_to_slurm(plan, so);
@@ -211,14 +218,16 @@ int run(const std::vector<std::string>& args) {
     so.jobs = jobs;
     so.threads = threads;
     if (vm.count("timeout")) so.timeout_s = vm["timeout"].as<double>();
-    so.retry_failed = vm["retry-failed"].as<bool>();
+    so.retry = retry;
     so.force = vm["force"].as<bool>();
     auto s = run_sweep(plan, so);
     std::cout << "\n" << s.table << describe_halving(plan, s);
     std::cout << fmt::format("index: {}/summary.csv, {}/sweep.h5\n", dir, dir);
     if (s.exit_code == 130) std::cerr << fmt::format("prism sweep: stopped; rerun to continue: prism sweep {}\n", dir);
     if (s.exit_code == 1)
-      std::cerr << fmt::format("prism sweep: some trials failed (see above); rerun them with: prism sweep {} --retry-failed\n", dir);
+      std::cerr << fmt::format("prism sweep: some trials failed (see above). Once the cause is fixed, rerunning the same "
+                               "command retries those that failed before training; prism sweep {} --retry-failed reruns "
+                               "every failed trial\n", dir);
     return s.exit_code;
   });
 }

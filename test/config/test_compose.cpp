@@ -271,7 +271,7 @@ TEST_CASE("prism train --print-config shows the composed config with its overrid
   INFO(r.output);
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.output, Catch::Contains("backend: sdpa") && Catch::Contains("lr: 0.001") &&
-                           Catch::Contains("heads: [1, 1, 2, 2, 4, 4]") && Catch::Contains("dir: data/cache/austen"));
+                           Catch::Contains("heads: [1, 1, 4, 4, 4, 4]") && Catch::Contains("dir: data/cache/austen"));
   auto bad = prism::test::run_prism("train " + prism::test::source_path("experiments/cpu-prism.yaml") +
                                     " attention=magic --print-config");
   CHECK(bad.exit_code == 2);

@@ -214,6 +214,39 @@ TEST_CASE("loader: short shards, too little data and foreign states are errors n
   CHECK_THROWS_WITH(a.restore(past), Catch::Contains("past the"));
 }
 
+
+TEST_CASE("loader: a token id outside the model's vocabulary is an error naming the shard and its offset", "[data]") {
+  TempDir dir("prism-loader");
+  std::vector<uint16_t> toks(200, 7);
+  toks[150] = 300;  // in the window of tokens [144, 160] at T = 16 (window 9)
+  const std::string path = dir.file("v_val_000000.bin");
+  write_shard(path, toks);
+  auto opt = options({path}, 2, 16, /*shuffle=*/false);
+  opt.vocab_size = 300;
+  TokenLoader loader(opt);
+  for (int i = 0; i < 4; ++i) CHECK_NOTHROW(loader.next());  // windows 0-7 are clean
+  try {
+    loader.next();  // windows 8 and 9
+    FAIL("no error for token 300 in a vocabulary of 300");
+  } catch (const Error& e) {
+    CHECK_THAT(std::string(e.what()), Catch::Contains("v_val_000000.bin") && Catch::Contains("token id 300") &&
+                                          Catch::Contains("token offset 150") &&
+                                          Catch::Contains(fmt::format("byte {}", 1024 + 300)) &&
+                                          Catch::Contains("vocabulary of 300") && Catch::Contains("Fix:"));
+  }
+  opt.vocab_size = 301;  // the same data is fine for a vocabulary that holds the id
+  TokenLoader wide(opt);
+  for (int i = 0; i < 6; ++i) CHECK_NOTHROW(wide.next());
+  // The last token of a window (a target only) is checked too.
+  std::vector<uint16_t> tail(33, 1);
+  tail[16] = 999;  // window 0 is tokens [0, 16]: 16 is its last target
+  const std::string p2 = dir.file("w_val_000000.bin");
+  write_shard(p2, tail);
+  auto o2 = options({p2}, 1, 16, false);
+  o2.vocab_size = 500;
+  TokenLoader last(o2);
+  CHECK_THROWS_WITH(last.next(), Catch::Contains("token offset 16"));
+}
 TEST_CASE("loader: find_shards follows llm.c's naming, and shard 0 is val without it", "[data]") {
   TempDir dir("prism-loader");
   for (int i = 0; i < 4; ++i) {

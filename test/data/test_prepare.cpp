@@ -223,3 +223,33 @@ TEST_CASE("prepare: the CLI runs a recipe, reports the summary and is idempotent
   CHECK(progress.exit_code == 0);
   CHECK_THAT(progress.output, Catch::Contains("prepare: ") && Catch::Contains("MB/s") && Catch::Contains("ETA"));
 }
+
+TEST_CASE("prepare: --if-missing goes by prepare.json, never by the directory existing", "[data][cli]") {
+  // As data/get-corpus.sh leaves the Austen corpus: the text inside the output directory, no shards yet.
+  TempDir dir("prism-prepare");
+  auto docs = sample_docs(30);
+  fs::create_directories(dir.file("corpus/text"));
+  for (size_t i = 0; i < docs.size(); ++i) write_file(dir.file(fmt::format("corpus/text/{:03d}.txt", i)), docs[i]);
+  write_file(dir.file("r.yaml"), "name: r\ninput: corpus/text\noutput: corpus\nval_tokens: 100\nshard_tokens: 1000\n");
+  const std::string cmd = "data prepare -q --if-missing --recipe '" + dir.file("r.yaml") + "' --vocab '" + vocab_path() + "'";
+  auto first = run_prism(cmd);
+  INFO(first.output);
+  REQUIRE(first.exit_code == 0);
+  CHECK_THAT(first.output, Catch::Contains("prepared ") && !Catch::Contains("already prepared"));
+  REQUIRE(read_prepared(dir.file("corpus")));
+
+  // A preparation killed while it swapped its shards in (shards, no manifest): --if-missing redoes it.
+  fs::remove(dir.file("corpus/prepare.json"));
+  write_file(dir.file("corpus/.prepare-swapping"), "\n");
+  auto redo = run_prism(cmd);
+  INFO(redo.output);
+  CHECK(redo.exit_code == 0);
+  CHECK(read_prepared(dir.file("corpus")));
+  CHECK(!fs::exists(dir.file("corpus/.prepare-swapping")));
+
+  // Shards of unknown origin are never replaced without --force.
+  fs::remove(dir.file("corpus/prepare.json"));
+  auto foreign = run_prism(cmd);
+  CHECK(foreign.exit_code == 2);
+  CHECK_THAT(foreign.output, Catch::Contains("already holds prepared shards") && Catch::Contains("--force"));
+}

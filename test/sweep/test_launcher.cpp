@@ -24,6 +24,10 @@ case "$(head -1 "$cfg")" in
   "# crash") kill -SEGV $$ ;;
   "# hang") trap '' TERM; sleep 60 ;;
   "# fail") echo "prism train: error: the data ran out. Fix: add data"; exit 2 ;;
+  "# fail-late")  # trains, then fails as a run that diverged does: run.h5 says failed
+    "$PRISM_REAL" "$@" > /dev/null || exit 3
+    "$PRISM_PY" -c "import h5py; f=h5py.File('$dir/run.h5','r+'); f.attrs['status']='failed'" || exit 3
+    echo "prism train: training diverged at step 4"; exit 1 ;;
 esac
 exec "$PRISM_REAL" "$@"
 )SH";
@@ -38,6 +42,7 @@ struct Runs {
     write_file(stand_in, kStandIn);
     fs::permissions(stand_in, fs::perms::owner_all);
     setenv("PRISM_REAL", PRISM_BINARY, 1);
+    setenv("PRISM_PY", PRISM_PYTHON, 1);
     trials.resize(cues.size());
     for (size_t i = 0; i < cues.size(); ++i) {
       trials[i].name = fmt::format("t{}-{}", i, cues[i]);
@@ -49,14 +54,14 @@ struct Runs {
       runs.push_back(r);
     }
   }
-  LaunchReport launch(int jobs, bool retry = false, double timeout = 0) {
+  LaunchReport launch(int jobs, RetryPolicy retry = RetryPolicy::Untrained, double timeout = 0) {
     LaunchOptions o;
     o.prism = stand_in;
     o.jobs = jobs;
     o.threads = 1;
     o.timeout_s = timeout;
     o.grace_s = 1;
-    o.retry_failed = retry;
+    o.retry = retry;
     o.log = [&](const std::string& s) { log.push_back(s); };
     return launch_local(runs, o);
   }
@@ -71,11 +76,11 @@ struct Runs {
 }  // namespace
 
 TEST_CASE("a crashing, hanging or failing trial never stops the others and is recorded", "[sweep][launcher]") {
-  Runs r({"ok", "crash", "hang", "fail", "ok"});
-  const auto rep = r.launch(2, false, 8.0);
+  Runs r({"ok", "crash", "hang", "fail", "ok", "fail-late"});
+  const auto rep = r.launch(2, RetryPolicy::Untrained, 8.0);
   INFO(r.all_log());
   CHECK(rep.completed == 2);
-  CHECK(rep.failed == 3);
+  CHECK(rep.failed == 4);
   CHECK(r.record(0).status == "completed");
   CHECK(r.record(4).status == "completed");
   CHECK(inspect_run(r.runs[4].dir).state == RunState::Completed);
@@ -87,25 +92,45 @@ TEST_CASE("a crashing, hanging or failing trial never stops the others and is re
   CHECK(r.record(3).status == "failed");
   CHECK_THAT(r.record(3).message, Catch::Contains("exit code 2") && Catch::Contains("the data ran out"));
   CHECK(r.record(3).attempts == 1);
+  CHECK(r.record(5).status == "failed");
+  CHECK_THAT(r.record(5).message, Catch::Contains("training diverged"));
+  CHECK(inspect_run(r.runs[5].dir).trained);
+  CHECK_FALSE(inspect_run(r.runs[3].dir).trained);
   // Threads: each run was told its share, in the config and the environment.
   CHECK_THAT(read_file(r.runs[0].dir + "/calls.txt"),
              Catch::Contains("OMP_NUM_THREADS=1") && Catch::Contains("train.threads=1"));
 
-  // Rerun: completed and failed runs are left alone.
+  r.runs.erase(r.runs.begin() + 2);  // not the hanging one from here on: keep this test short
+  // Now: 0 ok, 1 crash, 2 fail, 3 ok, 4 fail-late.
+
+  // No retries: completed and failed runs are left alone.
   r.log.clear();
-  auto again = r.launch(2);
-  CHECK(again.skipped_completed == 2);
-  CHECK(again.skipped_failed == 3);
-  CHECK(again.completed + again.failed == 0);
+  auto none = r.launch(2, RetryPolicy::None);
+  CHECK(none.skipped_completed == 2);
+  CHECK(none.skipped_failed == 3);
+  CHECK(none.completed + none.failed == 0);
   CHECK_THAT(r.all_log(), Catch::Contains("--retry-failed reruns it"));
 
-  // --retry-failed: only the failed ones run again (and fail again, one more attempt recorded).
-  r.runs.erase(r.runs.begin() + 2);  // not the hanging one: keep this test short
-  auto retry = r.launch(2, true);
-  CHECK(retry.skipped_completed == 2);
-  CHECK(retry.failed == 2);
+  // A plain rerun retries what failed before training (and fails again here: one more attempt
+  // recorded), and leaves the run that failed while training alone.
+  r.log.clear();
+  auto again = r.launch(2);
+  INFO(r.all_log());
+  CHECK(again.skipped_completed == 2);
+  CHECK(again.skipped_failed == 1);
+  CHECK(again.failed == 2);
+  CHECK_THAT(r.all_log(), Catch::Contains("retry   t3-fail (it failed before training"));
   CHECK(r.record(1).attempts == 2);
-  CHECK(r.record(2).attempts == 2);  // (the failing one, now at index 2)
+  CHECK(r.record(2).attempts == 2);
+  CHECK(r.record(4).attempts == 1);
+
+  // --retry-failed: every failed run runs again, the one that trained from its checkpoint.
+  auto all = r.launch(2, RetryPolicy::All);
+  CHECK(all.skipped_completed == 2);
+  CHECK(all.failed == 3);
+  CHECK(r.record(1).attempts == 3);
+  CHECK(r.record(4).attempts == 2);
+  CHECK_THAT(read_file(r.runs[4].dir + "/calls.txt"), Catch::Contains("--resume"));
 }
 
 TEST_CASE("a run interrupted without a checkpoint starts over, with one it resumes", "[sweep][launcher]") {

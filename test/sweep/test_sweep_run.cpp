@@ -187,7 +187,7 @@ TEST_CASE("Ctrl-C stops the sweep with checkpoints, the next run continues", "[s
   CHECK_THAT(r.output, Catch::Contains("resume  h2x2-4x2 (from step"));
 }
 
-TEST_CASE("a failing trial is recorded, never stops the others, and reruns only with --retry-failed",
+TEST_CASE("a failing trial is recorded, never stops the others, and a plain rerun completes it once its cause is fixed",
           "[sweep][run][failure]") {
   SweepFixture f;
   const std::string later = f.dir.file("later-shards");
@@ -204,15 +204,20 @@ TEST_CASE("a failing trial is recorded, never stops the others, and reruns only 
   CHECK(count(csv, ",failed,") == 1);
   CHECK_THAT(csv, Catch::Contains("prism data prepare"));
 
-  // The cause is fixed; a plain rerun still leaves the failed trial alone.
+  // --no-retry leaves it alone; a plain rerun tries it once more (it failed before training) and
+  // fails again while the cause is there, without looping.
+  auto none = run_prism(fmt::format("sweep {} --out {} --no-retry", file, out));
+  CHECK(none.exit_code == 1);
+  CHECK_THAT(none.output, Catch::Contains("failed earlier"));
+  auto still = run_prism(fmt::format("sweep {} --out {}", file, out));
+  CHECK(still.exit_code == 1);
+  CHECK(count(still.output, "retry   ") == 1);
+  // The cause is fixed: a plain rerun (the same command) completes it.
   fs::copy(f.shards, later);
   auto plain = run_prism(fmt::format("sweep {} --out {}", file, out));
-  CHECK(plain.exit_code == 1);
-  CHECK_THAT(plain.output, Catch::Contains("failed earlier"));
-  auto retry = run_prism(fmt::format("sweep {} --out {} --retry-failed", file, out));
-  INFO(retry.output);
-  CHECK(retry.exit_code == 0);
-  CHECK_THAT(retry.output, Catch::Contains("trials: 2 completed"));
+  INFO(plain.output);
+  CHECK(plain.exit_code == 0);
+  CHECK_THAT(plain.output, Catch::Contains("retry   ") && Catch::Contains("trials: 2 completed"));
 }
 
 TEST_CASE("a trial over its timeout is stopped, checkpointed and recorded as failed", "[sweep][run][failure]") {

@@ -27,12 +27,26 @@ struct TokenLoader::Impl {
     seeded_shuffle(order, hash_combine(hash_combine(0x5052495300000000ULL, st.seed), st.epoch));  // "PRIS"
   }
 
-  // The tokens of window w (T+1 of them).
-  const uint16_t* window(uint64_t w, int64_t T) const {
+  // Window w: its shard and the offset of its first token there (T+1 tokens follow).
+  std::pair<size_t, uint64_t> locate(uint64_t w, int64_t T) const {
     size_t s = static_cast<size_t>(std::upper_bound(first_window.begin(), first_window.end(), w) - first_window.begin()) - 1;
-    return shards[s].tokens() + (w - first_window[s]) * static_cast<uint64_t>(T);
+    return {s, (w - first_window[s]) * static_cast<uint64_t>(T)};
   }
 };
+
+namespace {
+
+[[noreturn]] void token_out_of_vocabulary(const TokenShard& shard, uint64_t offset, int64_t vocab_size) {
+  const int token = shard[offset];
+  throw Error(fmt::format("token id {} at token offset {} (byte {}) is outside the model's vocabulary of {} ids "
+                          "(0..{})",
+                          token, offset, kShardHeaderBytes + 2 * offset, vocab_size, vocab_size - 1),
+              shard.path(),
+              "train on shards made with the model's vocabulary (prepare.json names it), or set model.vocab_size to "
+              "the vocabulary the shards were made with");
+}
+
+}  // namespace
 
 TokenLoader::TokenLoader(LoaderOptions opt) : impl_(std::make_shared<Impl>()), opt_(std::move(opt)) {
   const std::string where = "data loader";
@@ -92,12 +106,23 @@ std::pair<torch::Tensor, torch::Tensor> TokenLoader::next() {
   int64_t* xp = x.data_ptr<int64_t>();
   int64_t* yp = y.data_ptr<int64_t>();
   const uint64_t first = m.st.position * m.global_batch + static_cast<uint64_t>(opt_.rank * B);
+  // uint16 ids cannot reach a vocabulary of 65536 or more: only a smaller one needs the check.
+  const bool check = opt_.vocab_size > 0 && opt_.vocab_size < 65536;
+  const uint16_t limit = check ? static_cast<uint16_t>(opt_.vocab_size - 1) : 0xFFFF;
   for (int64_t b = 0; b < B; ++b) {
     uint64_t i = first + static_cast<uint64_t>(b);
-    const uint16_t* w = m.window(opt_.shuffle ? m.order[i] : i, T);
+    const auto [s, offset] = m.locate(opt_.shuffle ? m.order[i] : i, T);
+    const uint16_t* w = m.shards[s].tokens() + offset;
+    uint16_t top = 0;
     for (int64_t t = 0; t < T; ++t) {
       xp[b * T + t] = w[t];
       yp[b * T + t] = w[t + 1];
+      top = std::max(top, w[t]);
+    }
+    top = std::max(top, w[T]);
+    if (top > limit) {
+      for (int64_t t = 0; t <= T; ++t)
+        if (w[t] > limit) token_out_of_vocabulary(m.shards[s], offset + static_cast<uint64_t>(t), opt_.vocab_size);
     }
   }
   ++m.st.position;

@@ -39,6 +39,10 @@ struct LoaderOptions {
   int rank = 0;
   int world_size = 1;
   int64_t accum = 1;                // micro-batches per optimizer step (an epoch is whole steps)
+  // The model's vocabulary: next() throws prism::Error naming the shard and the
+  // offset of a token id >= vocab_size (checked as each window is copied, at no
+  // measurable cost). 0: no check.
+  int64_t vocab_size = 0;
 };
 
 // Everything needed to continue exactly where a loader stopped.

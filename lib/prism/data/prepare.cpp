@@ -15,6 +15,7 @@
 #include <thread>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -34,6 +35,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr const char* kManifest = "prepare.json";
+// Present while new shards replace old ones: shards beside it are this program's own, unfinished.
+constexpr const char* kSwapMarker = ".prepare-swapping";
 constexpr uint64_t kChunkBytes = 8u << 20;  // text tokenised between two writes / progress reports
 constexpr size_t kChunkDocs = 8192;          // and at most this many documents (files mapped at once)
 
@@ -145,13 +148,30 @@ std::string shard_name(const std::string& name, size_t index) {
   return fmt::format("{}_{}_{:06d}.bin", name, index == 0 ? "val" : "train", index);
 }
 
+// Whether the directory holds shards that must not be replaced without --force: a finished
+// preparation, or shards of unknown origin (llm.c's, say). An interrupted preparation of ours
+// does not count: redoing it loses nothing.
 bool holds_preparation(const fs::path& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return false;
   if (fs::exists(dir / kManifest)) return true;
+  if (fs::exists(dir / kSwapMarker)) return false;
   for (const auto& e : fs::directory_iterator(dir))
     if (e.is_regular_file() && e.path().extension() == ".bin") return true;
   return false;
+}
+
+// Staging directories (.prepare-<pid>) left by a preparation that was killed.
+void remove_stale_stages(const fs::path& dir) {
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (!e.is_directory() || name.rfind(".prepare-", 0) != 0) continue;
+    const long pid = std::strtol(name.c_str() + 9, nullptr, 10);
+    if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
+      std::error_code ec;
+      fs::remove_all(e.path(), ec);
+    }
+  }
 }
 
 void write_manifest(const fs::path& file, const PrepareOptions& opt, const PrepareSummary& s,
@@ -255,6 +275,7 @@ PrepareSummary prepare_corpus(const PrepareOptions& opt) {
 
   // New shards go to a staging directory inside the output, and replace the old ones only when all are written.
   fs::create_directories(out_dir);
+  remove_stale_stages(out_dir);
   const fs::path stage = out_dir / fmt::format(".prepare-{}", ::getpid());
   fs::remove_all(stage);
   fs::create_directories(stage);
@@ -333,6 +354,7 @@ PrepareSummary prepare_corpus(const PrepareOptions& opt) {
   // Swap in: drop the old manifest first (no manifest = not a finished preparation), move the new shards
   // over the old names, remove old shards that the new set does not have, write the manifest last.
   std::error_code ec;
+  std::ofstream(out_dir / kSwapMarker).put('\n');
   fs::remove(out_dir / kManifest, ec);
   PrepareSummary s;
   s.output = opt.output;
@@ -357,6 +379,7 @@ PrepareSummary prepare_corpus(const PrepareOptions& opt) {
   s.train_tokens = s.tokens - s.val_tokens;
   s.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   write_manifest(out_dir / kManifest, opt, s, shards.counts());
+  fs::remove(out_dir / kSwapMarker, ec);
   return s;
 }
 

@@ -184,12 +184,15 @@ LaunchReport launch_local(const std::vector<TrialRun>& runs, const LaunchOptions
         log(fmt::format("{} skip    {} (completed)", tag(pos), run.label));
         return;
       case RunState::Failed:
-        if (!o.retry_failed) {
+        if (!needs_run(ins, o.retry)) {
           ++report.skipped_failed;
           log(fmt::format("{} skip    {} (failed earlier: {}; --retry-failed reruns it)", tag(pos), run.label,
                           ins.record.message.empty() ? "see its train.log" : ins.record.message));
           return;
         }
+        if (!ins.trained)
+          log(fmt::format("{} retry   {} (it failed before training: {})", tag(pos), run.label,
+                          ins.record.message.empty() ? "see its train.log" : ins.record.message));
         resume = ins.checkpoint.has_value();
         force = !resume;
         break;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "prism/sweep/plan.h"
+#include "prism/sweep/sweep_dir.h"
 
 namespace prism {
 
@@ -34,7 +35,7 @@ struct LaunchOptions {
   int threads = 1;                    // per run (train.threads)
   double timeout_s = 0;               // per run attempt; 0 = none
   double grace_s = 60;                // after the timeout's SIGTERM, before SIGKILL
-  bool retry_failed = false;          // rerun failed runs (resuming from a checkpoint if there is one)
+  RetryPolicy retry = RetryPolicy::Untrained;  // which failed runs to rerun (from their checkpoint if they have one)
   // Local runs: children in their own process group, and the launcher forwards
   // one SIGTERM per SIGINT/SIGTERM it receives. Slurm tasks: children stay in
   // the task's group and receive Slurm's signals directly (forwarding as well

@@ -91,6 +91,11 @@ std::string array_spec(const std::vector<int>& indices) {
   return fmt::format("{}", fmt::join(parts, ","));
 }
 
+// The command-line spelling of a retry policy (the default, Untrained, has none).
+std::string retry_flag(RetryPolicy r) {
+  return r == RetryPolicy::All ? " --retry-failed" : r == RetryPolicy::None ? " --no-retry" : "";
+}
+
 SlurmSubmission submit_to_slurm(const SweepPlan& plan, const SlurmOptions& o) {
   auto log = [&](const std::string& s) {
     if (o.log) o.log(s);
@@ -105,7 +110,7 @@ SlurmSubmission submit_to_slurm(const SweepPlan& plan, const SlurmOptions& o) {
 
   SlurmSubmission sub;
   sub.summary = collect_sweep(plan, dir);
-  const SweepStage stage = sweep_stage(plan, dir, o.retry_failed);
+  const SweepStage stage = sweep_stage(plan, dir, o.retry);
   if (stage.finished) {
     sub.finished = true;
     return sub;
@@ -134,7 +139,7 @@ SlurmSubmission submit_to_slurm(const SweepPlan& plan, const SlurmOptions& o) {
       "# sweep.yaml. Written by `prism sweep --launcher slurm`; rerunning that command writes the next wave.\n",
       plan.settings.name, wave, stage.rung, sub.indices.size());
   array += fmt::format("exec {} sweep {} --task-index \"$SLURM_ARRAY_TASK_ID\" --rung {}{}\n", shell_quote(prism),
-                       shell_quote(dir), stage.rung, o.retry_failed ? " --retry-failed" : "");
+                       shell_quote(dir), stage.rung, retry_flag(o.retry));
   sub.array_script = fmt::format("{}/wave-{}.sh", slurm_dir, wave);
   write_script(sub.array_script, array);
 
@@ -144,7 +149,8 @@ SlurmSubmission submit_to_slurm(const SweepPlan& plan, const SlurmOptions& o) {
       "# Collects wave {} of sweep {} once its array has ended: rebuilds the index, submits the next wave while\n"
       "# work remains, and prints the ranked table at the end.\n",
       wave, plan.settings.name);
-  collect += fmt::format("exec {} sweep {} --launcher slurm\n", shell_quote(prism), shell_quote(dir));
+  // The next wave retries nothing: this wave already gave each failed run its one more attempt.
+  collect += fmt::format("exec {} sweep {} --launcher slurm --no-retry\n", shell_quote(prism), shell_quote(dir));
   sub.collect_script = fmt::format("{}/wave-{}-collect.sh", slurm_dir, wave);
   write_script(sub.collect_script, collect);
 
@@ -167,7 +173,7 @@ SlurmSubmission submit_to_slurm(const SweepPlan& plan, const SlurmOptions& o) {
 }
 
 int run_slurm_task(const SweepPlan& plan, const std::string& dir, int index, int rung, const std::string& prism,
-                   bool retry_failed) {
+                   RetryPolicy retry) {
   if (index < 0 || index >= static_cast<int>(plan.trials.size()))
     throw Error(fmt::format("task index {} is not a trial of sweep {} (0..{})", index, plan.settings.name,
                             plan.trials.size() - 1),
@@ -191,7 +197,7 @@ int run_slurm_task(const SweepPlan& plan, const std::string& dir, int index, int
   const char* cpus = std::getenv("SLURM_CPUS_PER_TASK");
   lo.threads = cpus ? std::max(1, std::atoi(cpus)) : threads_per_trial(plan.settings.threads, 1);
   lo.timeout_s = plan.settings.timeout_s;
-  lo.retry_failed = retry_failed;
+  lo.retry = retry;
   lo.own_process_group = false;  // Slurm signals the task's process group: the trainer gets it once
   const auto report = launch_local(stage_runs(plan, dir, one, false), lo);
   if (report.failed > 0) return 1;

@@ -19,7 +19,7 @@ struct SlurmOptions {
   std::string dir;                 // the sweep directory
   std::string prism;               // the binary the tasks run (default: this one, absolute)
   int threads = 0;                 // threads per task when sweep.slurm.cpus_per_task is 0 (0: 1)
-  bool retry_failed = false;
+  RetryPolicy retry = RetryPolicy::Untrained;  // for this wave; the collection job's waves use None
   bool force = false;
   bool submit = true;              // false: write the scripts and print the sbatch commands
   std::function<void(const std::string&)> log;
@@ -39,7 +39,7 @@ SlurmSubmission submit_to_slurm(const SweepPlan& plan, const SlurmOptions& optio
 
 // One array task: runs trial `index` at rung `rung` here. Returns the exit code.
 int run_slurm_task(const SweepPlan& plan, const std::string& dir, int index, int rung, const std::string& prism,
-                   bool retry_failed);
+                   RetryPolicy retry);
 
 // "0-3,5,7-9"
 std::string array_spec(const std::vector<int>& indices);

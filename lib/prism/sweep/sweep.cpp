@@ -34,7 +34,7 @@ int threads_per_trial(int threads, int jobs) {
   return std::max(1, total / std::max(1, jobs));
 }
 
-SweepStage sweep_stage(const SweepPlan& plan, const std::string& dir, bool retry_failed) {
+SweepStage sweep_stage(const SweepPlan& plan, const std::string& dir, RetryPolicy retry) {
   SweepStage st;
   const bool halving = plan.settings.halving.enabled;
   std::vector<int64_t> budgets{plan.trials.empty() ? 0 : plan.trials[0].max_steps};
@@ -51,9 +51,7 @@ SweepStage sweep_stage(const SweepPlan& plan, const std::string& dir, bool retry
     for (const Trial* t : candidates) {
       const std::string rd = run_dir(dir, *t, k, halving);
       const RunInspection ins = inspect_run(rd);
-      const bool needs_work = ins.state == RunState::Pending || ins.state == RunState::Resumable ||
-                              ins.state == RunState::Restart || (ins.state == RunState::Failed && retry_failed);
-      if (needs_work) st.work.push_back(t);
+      if (needs_run(ins, retry)) st.work.push_back(t);
       GroupScore& g = scores[t->group];
       g.group = t->group;
       g.baseline = t->baseline;
@@ -109,7 +107,7 @@ std::vector<TrialRun> stage_runs(const SweepPlan& plan, const std::string& dir, 
 
 SweepSummary collect_sweep(const SweepPlan& plan, const std::string& dir) {
   SweepSummary s;
-  s.decisions = sweep_stage(plan, dir, false).decisions;
+  s.decisions = sweep_stage(plan, dir, RetryPolicy::None).decisions;
   s.outcomes = collect_outcomes(plan, dir, s.decisions);
   s.ranking = rank_configurations(plan, s.outcomes);
   write_index(plan, dir, s.outcomes, s.ranking, s.decisions);
@@ -166,7 +164,7 @@ SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& o) {
   lo.jobs = o.jobs > 0 ? o.jobs : plan.settings.jobs;
   lo.threads = threads_per_trial(o.threads > 0 ? o.threads : plan.settings.threads, lo.jobs);
   lo.timeout_s = o.timeout_s >= 0 ? o.timeout_s : plan.settings.timeout_s;
-  lo.retry_failed = o.retry_failed;
+  lo.retry = o.retry;
   lo.log = log;
   lo.on_finished = [&](const TrialRun&) {
     try {
@@ -182,7 +180,7 @@ SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& o) {
   bool stopped = false, launched = false;
   size_t decisions_shown = 0;
   while (true) {
-    SweepStage stage = sweep_stage(plan, o.dir, lo.retry_failed);
+    SweepStage stage = sweep_stage(plan, o.dir, lo.retry);
     for (; decisions_shown < stage.decisions.size(); ++decisions_shown) {
       const auto& d = stage.decisions[decisions_shown];
       log(fmt::format("halving rung {} ({} steps): {:<3} {} val loss {:.4f} -> {}", d.rung, d.steps,
@@ -194,7 +192,7 @@ SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& o) {
     // A finished stage still goes through the launcher once: it says what it skips and why.
     const auto report = launch_local(stage_runs(plan, o.dir, stage, false), lo);
     launched = true;
-    lo.retry_failed = false;  // a retry is one more attempt, not a loop
+    lo.retry = RetryPolicy::None;  // a retry is one more attempt, not a loop
     if (stage.finished) break;
     if (report.stopped) {
       stopped = true;

@@ -4,9 +4,10 @@
 //
 // Resume semantics, the same for every launcher: a completed run (its run.h5
 // says so) is never rerun; an interrupted one continues from its newest
-// checkpoint (started over if it has none); a failed one (the trainer failed,
-// crashed or timed out) is left alone unless retry_failed, which resumes it from
-// its checkpoint or starts it over. One failing run never stops the others.
+// checkpoint (started over if it has none); a failed one is retried as the
+// RetryPolicy says (sweep_dir.h: by default only a run that failed before it
+// trained a step), resumed from its checkpoint or started over. One failing run
+// never stops the others, and one invocation tries a failed run at most once.
 #include <functional>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "prism/sweep/index.h"
 #include "prism/sweep/local_launcher.h"
 #include "prism/sweep/plan.h"
+#include "prism/sweep/sweep_dir.h"
 
 namespace prism {
 
@@ -27,7 +29,7 @@ struct SweepStage {
   std::vector<const Trial*> work;          // those needing a run now
   std::vector<PromotionDecision> decisions;  // of the rungs before
 };
-SweepStage sweep_stage(const SweepPlan& plan, const std::string& sweep_dir, bool retry_failed);
+SweepStage sweep_stage(const SweepPlan& plan, const std::string& sweep_dir, RetryPolicy retry);
 
 // The runs of a stage, ready for a launcher.
 std::vector<TrialRun> stage_runs(const SweepPlan& plan, const std::string& sweep_dir, const SweepStage& stage,
@@ -38,7 +40,7 @@ struct SweepOptions {
   int jobs = 0;               // 0: the sweep file's
   int threads = 0;            // threads for all concurrent trials; 0: the sweep file's, else every core
   double timeout_s = -1;      // < 0: the sweep file's
-  bool retry_failed = false;
+  RetryPolicy retry = RetryPolicy::Untrained;
   bool force = false;
   std::string prism;          // the binary trials run with (default: this one)
   std::function<void(const std::string&)> log;

@@ -160,36 +160,37 @@ void write_record(const std::string& dir, const RunRecord& r) {
   write_file_atomic((fs::path(dir) / "trial.json").string(), j.dump(2) + "\n");
 }
 
-const char* run_state_name(RunState s) {
-  switch (s) {
-    case RunState::Pending: return "pending";
-    case RunState::Completed: return "completed";
-    case RunState::Resumable: return "interrupted";
-    case RunState::Restart: return "interrupted";
-    case RunState::Failed: return "failed";
-  }
-  return "?";
-}
-
 RunInspection inspect_run(const std::string& dir) {
   RunInspection ins;
   ins.record = read_record(dir);
   const std::string h5 = (fs::path(dir) / "run.h5").string();
   const bool has_h5 = fs::exists(h5);
+  int64_t steps = 0;
   if (has_h5) {
     try {
-      ins.h5_status = read_run_result(h5).status;
+      const RunResult r = read_run_result(h5);
+      ins.h5_status = r.status;
+      steps = r.steps;
     } catch (const Error&) {
       ins.h5_status = "unreadable";
     }
   }
   if (fs::exists(fs::path(dir) / "checkpoints")) ins.checkpoint = latest_checkpoint(dir);
+  ins.trained = steps > 0 || ins.checkpoint.has_value();
   if (ins.h5_status == "completed") ins.state = RunState::Completed;
   else if (ins.record.status == "failed" || ins.h5_status == "failed") ins.state = RunState::Failed;
   else if (has_h5 || ins.record.status == "running" || ins.record.status == "interrupted")
     ins.state = ins.checkpoint ? RunState::Resumable : RunState::Restart;
   else ins.state = RunState::Pending;
   return ins;
+}
+
+bool needs_run(const RunInspection& run, RetryPolicy retry) {
+  switch (run.state) {
+    case RunState::Completed: return false;
+    case RunState::Failed: return retry == RetryPolicy::All || (retry == RetryPolicy::Untrained && !run.trained);
+    default: return true;
+  }
 }
 
 std::string prepare_sweep_dir(const std::string& dir, const SweepPlan& plan, bool force) {

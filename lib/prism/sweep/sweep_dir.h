@@ -59,15 +59,26 @@ enum class RunState {
   Restart,     // started, not finished, no checkpoint: start it over
   Failed,      // the trainer failed, crashed or timed out
 };
-const char* run_state_name(RunState s);
 
 struct RunInspection {
   RunState state = RunState::Pending;
   std::string h5_status;           // "" without run.h5
   std::optional<std::string> checkpoint;
+  bool trained = false;            // it got as far as a training step (a train row or a checkpoint)
   RunRecord record;
 };
 RunInspection inspect_run(const std::string& run_dir);
+
+// Which failed runs a launch runs again. A run that failed before its first
+// training step (a corpus not prepared yet, a missing file, a bad setting) has
+// nothing to keep and failed for a reason outside the run, which may be fixed
+// by now: rerunning a sweep retries it (Untrained, the default). A run that
+// failed while training (diverged, crashed, timed out) would spend its compute
+// again on the same result, so only --retry-failed reruns it (All).
+enum class RetryPolicy { None, Untrained, All };
+
+// Whether a launch with this policy runs (starts, resumes or retries) the run.
+bool needs_run(const RunInspection& run, RetryPolicy retry);
 
 // Creates the directory with sweep.yaml, or checks that the one there was made
 // by the same sweep. A different sweep is refused unless `force`; then the

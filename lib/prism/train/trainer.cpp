@@ -77,6 +77,7 @@ RunData open_data(const Config& c, const ProcessGroup& group, int64_t accum) {
   lo.rank = group.rank();
   lo.world_size = group.world_size();
   lo.accum = accum;
+  lo.vocab_size = c.model.vocab_size;
   d.train = std::make_unique<TokenLoader>(lo);
   LoaderOptions vo = lo;
   vo.rank = 0;
