@@ -1,12 +1,16 @@
 // prism data prepare: text files or a recipe -> llm.c-format token shards.
 #include <fmt/format.h>
 
+#include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <thread>
 
 #include <unistd.h>
 
 #include "cli.h"
+#include "prism/data/bpe_trainer.h"
 #include "prism/data/prepare.h"
 #include "prism/data/tokenizer.h"
 #include "prism/error.h"
@@ -117,18 +121,96 @@ int prepare(const std::vector<std::string>& args) {
   return 0;
 }
 
+const char* kVocabUsage =
+    "[INPUT...] --size N --output FILE [options]\n\n"
+    "Trains a compact byte-level BPE vocabulary on UTF-8 text, with GPT-2's\n"
+    "pre-tokenisation, and writes it in tiktoken's ranks format (base64 token, space,\n"
+    "rank): ranks 0-255 are the single bytes, each further rank merges the most\n"
+    "frequent adjacent pair; end-of-text takes id N-1, so the vocabulary has N ids.\n"
+    "tiktoken loads the file (Encoding(pat_str=GPT-2's, mergeable_ranks=...,\n"
+    "special_tokens={'<|endoftext|>': N-1})) and encodes as prism does; `prism data\n"
+    "prepare --vocab FILE` tokenises with it. A recipe with `vocab_size: N` trains\n"
+    "one itself, on its training documents only.\n"
+    "INPUT: text files, or directories (every *.txt below them).\n\n"
+    "examples:\n"
+    "  prism data vocab --recipe austen --size 4096 -o data/cache/austen-4096.tiktoken\n"
+    "  prism data vocab books/ --size 8192 -o books.tiktoken";
+
+int vocab(const std::vector<std::string>& args) {
+  po::options_description o("prism data vocab");
+  o.add_options()
+      ("input", po::value<std::vector<std::string>>()->composing(), "text files or directories (also positional)")
+      ("recipe,r", po::value<std::string>(), "take the inputs of a recipe (data/recipes/<name>.yaml)")
+      ("size,n", po::value<int>(), "ids in the vocabulary, end-of-text included (258..65536; e.g. 2048-8192)")
+      ("output,o", po::value<std::string>(), "the tiktoken ranks file to write")
+      ("force", po::bool_switch(), "replace an existing output file")
+      ("quiet,q", po::bool_switch(), "no progress line");
+  po::positional_options_description pos;
+  pos.add("input", -1);
+  po::variables_map vm;
+  if (!parse("data vocab", kVocabUsage, o, pos, args, vm)) return 0;
+  std::vector<std::string> inputs;
+  std::string hint;
+  if (vm.count("recipe")) {
+    const PrepareOptions r = load_recipe(vm["recipe"].as<std::string>());
+    inputs = r.inputs;
+    hint = r.fetch_hint;
+  }
+  if (vm.count("input")) inputs = vm["input"].as<std::vector<std::string>>();
+  if (inputs.empty()) throw Error("no input given", "command line", "give text files or directories, or --recipe NAME");
+  if (!vm.count("size")) throw Error("no vocabulary size given", "command line", "pass --size N (e.g. 4096)");
+  if (!vm.count("output")) throw Error("no output file given", "command line", "pass --output FILE.tiktoken");
+  const std::string out = vm["output"].as<std::string>();
+  if (std::filesystem::exists(out) && !vm["force"].as<bool>())
+    throw Error("the output file exists", out, "pass --force to replace it, or choose another --output");
+
+  const auto t0 = std::chrono::steady_clock::now();
+  auto since = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  PieceCounts counts;
+  for (const auto& f : text_files(inputs, hint)) {
+    std::ifstream in(f, std::ios::binary);
+    if (!in) throw Error("cannot read the file", f, "check the file and its permissions");
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    try {
+      counts.add_text(text);
+    } catch (const Error& e) {
+      throw Error(e.what_part(), f, e.fix());
+    }
+  }
+  const double counted = since();
+  BpeTrainOptions bo;
+  bo.vocab_size = vm["size"].as<int>();
+  const bool tty = ::isatty(STDERR_FILENO);
+  if (!vm["quiet"].as<bool>())
+    bo.progress = [&](int done, int total) {
+      std::cerr << (tty ? "\r" : "") << fmt::format("vocab: {} of {} ranks, {:.1f} s", done, total, since())
+                << (tty ? "\x1b[K" : "\n") << std::flush;
+    };
+  const BpeVocabulary v = train_bpe(counts, bo);
+  if (!vm["quiet"].as<bool>() && tty) std::cerr << "\n";
+  write_tiktoken_ranks(out, v);
+  std::cout << fmt::format("wrote {}: {} ids ({} ranks + end-of-text at id {}) from {:.2f} MB of text ({} pieces, {} "
+                           "distinct) in {:.1f} s ({:.1f} s counting)\n",
+                           out, v.vocab_size(), v.tokens.size(), v.tokens.size(), counts.bytes() / 1e6,
+                           with_commas(counts.pieces()), with_commas(counts.counts().size()), since(), counted);
+  return 0;
+}
+
 int run(const std::vector<std::string>& args) {
   return guarded("data", [&] {
     if (args.empty() || args[0] == "--help" || args[0] == "-h") {
-      std::cout << "usage: prism data prepare " << kUsage << "\n\n`prism data prepare --help` lists the options.\n";
+      std::cout << "usage: prism data prepare " << kUsage << "\n\n       prism data vocab " << kVocabUsage
+                << "\n\n`prism data prepare --help` and `prism data vocab --help` list the options.\n";
       return args.empty() ? 2 : 0;
     }
-    if (args[0] == "prepare") return prepare(std::vector<std::string>(args.begin() + 1, args.end()));
-    throw Error("unknown data command '" + args[0] + "'", "command line", "use `prism data prepare`");
+    const std::vector<std::string> rest(args.begin() + 1, args.end());
+    if (args[0] == "prepare") return prepare(rest);
+    if (args[0] == "vocab") return vocab(rest);
+    throw Error("unknown data command '" + args[0] + "'", "command line", "use `prism data prepare` or `prism data vocab`");
   });
 }
 
-const Registration reg{{40, "data", "prepare token shards from text (GPT-2 BPE, llm.c format)", run}};
+const Registration reg{{40, "data", "prepare token shards (llm.c format); train a compact BPE vocabulary", run}};
 
 }  // namespace
 }  // namespace prism::cli

@@ -1,5 +1,7 @@
 """tiktoken's `gpt2` encoding, built offline from a gpt2.tiktoken file, as the
 reference for Prism's tokenizer (no network: the ranks come from the file).
+Any ranks file in tiktoken's format works the same way (a compact vocabulary
+from `prism data vocab`): GPT-2's pattern, end-of-text at id = number of ranks.
 
   tiktoken_gpt2.py encode VOCAB TEXT OUT [--special]
       writes the ids of TEXT (a UTF-8 file) to OUT as little-endian uint32;
@@ -21,12 +23,13 @@ GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+
 
 
 def gpt2(vocab):
+    ranks = load_tiktoken_bpe(vocab)
     return tiktoken.Encoding(
         name="gpt2-offline",
         pat_str=GPT2_PATTERN,
-        mergeable_ranks=load_tiktoken_bpe(vocab),
-        special_tokens={"<|endoftext|>": 50256},
-        explicit_n_vocab=50257,
+        mergeable_ranks=ranks,
+        special_tokens={"<|endoftext|>": len(ranks)},
+        explicit_n_vocab=len(ranks) + 1,
     )
 
 

@@ -121,9 +121,11 @@ void split_documents(std::string_view text, uint32_t file, const PrepareOptions&
   if (doc_begin != std::string_view::npos) add(trim_newlines(text.substr(doc_begin, doc_end - doc_begin)));
 }
 
-std::vector<std::string> input_files(const PrepareOptions& opt) {
+}  // namespace
+
+std::vector<std::string> text_files(const std::vector<std::string>& inputs, const std::string& fetch_hint) {
   std::vector<std::string> files;
-  for (const auto& in : opt.inputs) {
+  for (const auto& in : inputs) {
     std::error_code ec;
     if (fs::is_directory(in, ec)) {
       std::vector<std::string> found;
@@ -131,18 +133,20 @@ std::vector<std::string> input_files(const PrepareOptions& opt) {
         if (e.is_regular_file() && e.path().extension() == ".txt") found.push_back(e.path().string());
       if (found.empty())
         throw Error("no .txt files in the input directory", in,
-                    opt.fetch_hint.empty() ? "put the text in .txt files (UTF-8)" : opt.fetch_hint);
+                    fetch_hint.empty() ? "put the text in .txt files (UTF-8)" : fetch_hint);
       std::sort(found.begin(), found.end());
       files.insert(files.end(), found.begin(), found.end());
     } else if (fs::is_regular_file(in, ec)) {
       files.push_back(in);
     } else {
-      throw Error("input not found", in, opt.fetch_hint.empty() ? "check the path" : opt.fetch_hint);
+      throw Error("input not found", in, fetch_hint.empty() ? "check the path" : fetch_hint);
     }
   }
-  if (files.empty()) throw Error("no input text given", "prism data prepare", "give text files or directories, or --recipe");
+  if (files.empty()) throw Error("no input text given", "prism data", "give text files or directories, or --recipe");
   return files;
 }
+
+namespace {
 
 std::string shard_name(const std::string& name, size_t index) {
   return fmt::format("{}_{}_{:06d}.bin", name, index == 0 ? "val" : "train", index);
@@ -261,7 +265,7 @@ PrepareSummary prepare_corpus(const PrepareOptions& opt) {
     throw Error("the output directory already holds prepared shards", opt.output,
                 "pass --force to replace them, or choose another --output");
 
-  const auto files = input_files(opt);
+  const auto files = text_files(opt.inputs, opt.fetch_hint);
   Gpt2Tokenizer tok(opt.vocab.empty() ? default_vocab_path() : opt.vocab);
   std::vector<Document> docs;
   uint64_t total_bytes = 0;

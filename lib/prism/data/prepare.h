@@ -61,6 +61,11 @@ PrepareSummary prepare_corpus(const PrepareOptions& opt);
 // recipe are relative to the recipe file.
 PrepareOptions load_recipe(const std::string& name_or_path);
 
+// The text files of `inputs`: files as given, directories as every *.txt below
+// them (sorted by path). Throws prism::Error for a missing input (with
+// `fetch_hint` as the fix when there is one) or an empty directory.
+std::vector<std::string> text_files(const std::vector<std::string>& inputs, const std::string& fetch_hint = "");
+
 // The summary stored in <dir>/prepare.json, if the directory holds a finished
 // preparation.
 std::optional<PrepareSummary> read_prepared(const std::string& dir);

@@ -1,8 +1,6 @@
 #include "prism/data/tokenizer.h"
 
-#define PCRE2_CODE_UNIT_WIDTH 8
 #include <fmt/format.h>
-#include <pcre2.h>
 
 #include <algorithm>
 #include <atomic>
@@ -10,6 +8,7 @@
 #include <cstring>
 #include <queue>
 
+#include "prism/data/pretokenize.h"
 #include "prism/data/tokenizer_ranks.h"
 #include "prism/error.h"
 
@@ -17,18 +16,9 @@ namespace prism {
 
 namespace {
 
-// GPT-2's pre-tokenisation pattern as tiktoken spells it:
-//   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
-// tiktoken's regex engine reads \s as Unicode White_Space. PCRE2's \s is ASCII
-// only without PCRE2_UCP and takes U+180E too with it, so \s is spelled out as
-// exactly the White_Space set (the parity text has U+180E and its neighbours).
-#define PRISM_WS "\\t\\n\\x{0B}\\f\\r\\x{20}\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}"
-constexpr const char* kPattern =
-    "'(?:[sdmt]|ll|ve|re)| ?\\p{L}+| ?\\p{N}+| ?[^" PRISM_WS "\\p{L}\\p{N}]+|[" PRISM_WS "]+(?![^" PRISM_WS
-    "])|[" PRISM_WS "]+";
-#undef PRISM_WS
-
-constexpr const char* kVocabFix = "run data/get-vocab.sh (it puts gpt2.tiktoken in data/cache/), or give its path (--vocab, $PRISM_VOCAB)";
+constexpr const char* kVocabFix =
+    "run data/get-vocab.sh (it puts gpt2.tiktoken in data/cache/), give another vocabulary's path (--vocab, "
+    "$PRISM_VOCAB), or train one (prism data vocab)";
 
 // Tokens of pieces that needed merging; words recur, so most merges are done
 // once. Open addressing over flat arrays: a hit costs about one rank lookup.
@@ -195,40 +185,20 @@ size_t utf8_error_offset(std::string_view s) {
 
 struct Gpt2Tokenizer::Impl {
   BpeRanks ranks;
-  pcre2_code* code = nullptr;
-  bool jit = false;
+  Pretokenizer pieces;
   uint64_t id = 0;
   std::string path;
 
-  ~Impl() {
-    if (code) pcre2_code_free(code);
-  }
-
-  // Match state and cache of the calling thread, reset when it moves to another tokenizer.
+  // The piece cache of the calling thread, emptied when it moves to another tokenizer.
   struct Scratch {
     uint64_t owner = 0;
-    pcre2_match_data* match = nullptr;
-    pcre2_match_context* context = nullptr;
-    pcre2_jit_stack* stack = nullptr;
     std::vector<Part> parts;
     PieceCache cache;
-    ~Scratch() {
-      if (match) pcre2_match_data_free(match);
-      if (context) pcre2_match_context_free(context);
-      if (stack) pcre2_jit_stack_free(stack);
-    }
   };
 
   Scratch& scratch() const {
     thread_local Scratch s;
     if (s.owner != id) {
-      if (!s.match) {
-        s.match = pcre2_match_data_create(1, nullptr);
-        s.context = pcre2_match_context_create(nullptr);
-        s.stack = pcre2_jit_stack_create(32 * 1024, 1024 * 1024, nullptr);
-        if (!s.match || !s.context || !s.stack) throw std::bad_alloc();
-        pcre2_jit_stack_assign(s.context, nullptr, s.stack);
-      }
       s.cache.clear();
       s.owner = id;
     }
@@ -254,25 +224,7 @@ struct Gpt2Tokenizer::Impl {
       throw Error(fmt::format("text is not valid UTF-8 at byte {}", bad), "tokenizer input",
                   "convert the text to UTF-8 (e.g. iconv -f latin1 -t utf-8)");
     Scratch& s = scratch();
-    const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
-    const size_t n = text.size();
-    size_t off = 0;
-    while (off < n) {
-      // The text was validated above, so PCRE2 need not check it again per call.
-      int rc = jit ? pcre2_jit_match(code, subject, n, off, 0, s.match, s.context)
-                   : pcre2_match(code, subject, n, off, PCRE2_NO_UTF_CHECK, s.match, s.context);
-      if (rc == PCRE2_ERROR_NOMATCH) break;
-      if (rc < 0) {
-        PCRE2_UCHAR msg[256];
-        pcre2_get_error_message(rc, msg, sizeof msg);
-        throw Error(fmt::format("pre-tokenisation regex failed at byte {}: {}", off, reinterpret_cast<char*>(msg)),
-                    "tokenizer input", "report this with the text that causes it");
-      }
-      const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(s.match);
-      if (ov[1] <= off) break;  // cannot happen: the pattern has no empty match
-      encode_piece(text.substr(ov[0], ov[1] - ov[0]), s, out);
-      off = ov[1];
-    }
+    pieces.for_each_piece(text, [&](std::string_view piece) { encode_piece(piece, s, out); });
   }
 };
 
@@ -281,21 +233,11 @@ Gpt2Tokenizer::Gpt2Tokenizer(const std::string& vocab_path) : impl_(std::make_un
   impl_->id = next_id++;
   impl_->path = vocab_path;
   impl_->ranks = BpeRanks::load(vocab_path, kVocabFix);
-  if (impl_->ranks.size() != static_cast<size_t>(kRanks))
-    throw Error(fmt::format("expected GPT-2's {} ranks, found {}", kRanks, impl_->ranks.size()), vocab_path,
-                "this is not gpt2.tiktoken; " + std::string(kVocabFix));
-  int err = 0;
-  PCRE2_SIZE err_at = 0;
-  impl_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(kPattern), PCRE2_ZERO_TERMINATED, PCRE2_UTF, &err, &err_at,
-                              nullptr);
-  if (!impl_->code) {
-    PCRE2_UCHAR msg[256];
-    pcre2_get_error_message(err, msg, sizeof msg);
-    throw Error(fmt::format("cannot compile the GPT-2 regex at {}: {}", err_at, reinterpret_cast<char*>(msg)), "PCRE2",
-                "install a PCRE2 built with Unicode support (libpcre2-dev)");
-  }
-  // Without JIT (a platform PCRE2 cannot JIT for) the interpreter gives the same pieces, slower.
-  impl_->jit = pcre2_jit_compile(impl_->code, PCRE2_JIT_COMPLETE) == 0;
+  // Token ids are stored as uint16 in shards: EOT (= the number of ranks) must fit.
+  if (impl_->ranks.size() > 65535)
+    throw Error(fmt::format("{} ranks: with EOT that is more ids than a uint16 token shard holds (65536)",
+                            impl_->ranks.size()),
+                vocab_path, "use a vocabulary of at most 65535 ranks");
 }
 
 Gpt2Tokenizer::~Gpt2Tokenizer() = default;
@@ -321,19 +263,22 @@ std::vector<TokenId> Gpt2Tokenizer::encode_with_special(std::string_view text) c
     size_t at = text.find(eot, from);
     impl_->encode_ordinary(text.substr(from, at == std::string_view::npos ? at : at - from), out);
     if (at == std::string_view::npos) break;
-    out.push_back(kEndOfText);
+    out.push_back(this->eot());
     from = at + eot.size();
   }
   return out;
 }
 
 std::string_view Gpt2Tokenizer::token_bytes(TokenId id) const {
-  if (id == kEndOfText) return kEndOfTextText;
+  if (id == eot()) return kEndOfTextText;
   if (id >= impl_->ranks.size())
-    throw Error(fmt::format("token id {} is outside GPT-2's vocabulary (0..{})", id, kEndOfText), "decode",
-                "the ids do not come from the GPT-2 tokenizer (check the shard or the model's vocab size)");
+    throw Error(fmt::format("token id {} is outside the vocabulary (0..{})", id, eot()), "decode " + impl_->path,
+                "the ids do not come from this vocabulary (check the shard, the model's vocab_size and --vocab)");
   return impl_->ranks.bytes(id);
 }
+
+TokenId Gpt2Tokenizer::eot() const { return static_cast<TokenId>(impl_->ranks.size()); }
+int Gpt2Tokenizer::vocab_size() const { return static_cast<int>(impl_->ranks.size()) + 1; }
 
 std::string Gpt2Tokenizer::decode(const std::vector<TokenId>& ids) const {
   std::string out;

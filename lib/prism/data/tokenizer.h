@@ -1,13 +1,17 @@
 #pragma once
-// Gpt2Tokenizer: GPT-2's byte-level BPE, id for id equal to tiktoken's `gpt2`
-// encoding. Text is cut into pieces by GPT-2's pre-tokenisation regex (PCRE2,
-// JIT-compiled), and each piece is merged by rank (lower rank merges first) from
-// single bytes up. Ranks come from a `gpt2.tiktoken` file (base64 token, space,
-// rank); data/get-vocab.sh puts one at data/cache/gpt2.tiktoken.
+// Gpt2Tokenizer: a byte-level BPE with GPT-2's pre-tokenisation, id for id equal
+// to tiktoken's encoding of the same ranks file and regex: GPT-2's own vocabulary
+// (`gpt2.tiktoken`, 50256 ranks; data/get-vocab.sh puts it at
+// data/cache/gpt2.tiktoken) or a compact one trained on a corpus (bpe_trainer.h)
+// in the same format. Text is cut into pieces by GPT-2's pre-tokenisation regex
+// (pretokenize.h), and each piece is merged by rank (lower rank merges first)
+// from single bytes up. Ranks come from a tiktoken file (base64 token, space,
+// rank); the end-of-text token's id is the number of ranks (50256 for GPT-2), so
+// vocab_size() = ranks + 1.
 //
 // Special tokens: encode() is tiktoken's encode_ordinary: the text
 // "<|endoftext|>" is ordinary text there (split like any other). Only
-// encode_with_special() turns it into the EOT id 50256, as tiktoken's
+// encode_with_special() turns it into eot(), as tiktoken's
 // encode(text, allowed_special="all") does. Data preparation never looks for
 // it in documents; it inserts eot() itself before each document.
 //
@@ -25,12 +29,12 @@ using TokenId = uint32_t;
 
 class Gpt2Tokenizer {
  public:
-  static constexpr TokenId kEndOfText = 50256;
   static constexpr const char* kEndOfTextText = "<|endoftext|>";
-  static constexpr int kRanks = 50256;  // byte-level BPE ranks in gpt2.tiktoken
+  static constexpr int kGpt2Ranks = 50256;  // byte-level BPE ranks in gpt2.tiktoken (EOT is 50256)
 
   // Loads ranks from `vocab_path`. Throws prism::Error naming the file (and line)
-  // for a missing file or a corrupt entry, with the fix (run data/get-vocab.sh).
+  // for a missing file, a corrupt entry or more ranks than uint16 shards hold,
+  // with the fix (run data/get-vocab.sh).
   explicit Gpt2Tokenizer(const std::string& vocab_path);
   ~Gpt2Tokenizer();
   Gpt2Tokenizer(Gpt2Tokenizer&&) noexcept;
@@ -42,7 +46,7 @@ class Gpt2Tokenizer {
   // Appends to `out` (no reallocation when out has room): the hot path of
   // data preparation.
   void encode(std::string_view text, std::vector<TokenId>& out) const;
-  // tiktoken's encode(allowed_special="all"): "<|endoftext|>" -> 50256.
+  // tiktoken's encode(allowed_special="all"): "<|endoftext|>" -> eot().
   std::vector<TokenId> encode_with_special(std::string_view text) const;
 
   // Bytes of the tokens (may end inside a UTF-8 sequence for partial input).
@@ -50,8 +54,8 @@ class Gpt2Tokenizer {
   std::string decode(const std::vector<TokenId>& ids) const;
   std::string_view token_bytes(TokenId id) const;
 
-  TokenId eot() const { return kEndOfText; }
-  int vocab_size() const { return kRanks + 1; }  // 50257 with EOT
+  TokenId eot() const;              // = the number of ranks (50256 for GPT-2)
+  int vocab_size() const;           // ranks + EOT (50257 for GPT-2)
   const std::string& path() const;
 
  private:
