@@ -100,3 +100,64 @@ TEST_CASE("a rung run is the trial's config with the budget as max_steps, warmup
   auto full = parse_config(YAML::Load(rung_config(t, 12)), "rung");
   CHECK(to_yaml(full) == t.config);
 }
+
+TEST_CASE("seed noise is the residual of the configurations x seeds table", "[sweep][halving]") {
+  // Losses = config effect + seed effect exactly: no residual noise.
+  std::vector<GroupScore> exact = {{"a", 0, false, false, {{0, 5.0}, {1, 5.2}, {2, 4.9}}},
+                                   {"b", 0, false, false, {{0, 5.1}, {1, 5.3}, {2, 5.0}}}};
+  for (auto& g : exact) g.val_loss = (g.by_seed[0] + g.by_seed[1] + g.by_seed[2]) / 3;
+  auto [s0, n0] = seed_noise(exact);
+  CHECK(n0 == 3);
+  CHECK(s0 == Approx(0).margin(1e-12));
+  // Two configs, two seeds: residuals are +-e/4 where e is the interaction; sigma^2 = 4 (e/4)^2 / 1.
+  std::vector<GroupScore> two = {{"a", 0, false, false, {{0, 1.0}, {1, 2.0}}}, {"b", 0, false, false, {{0, 1.0}, {1, 2.4}}}};
+  for (auto& g : two) g.val_loss = (g.by_seed[0] + g.by_seed[1]) / 2;
+  CHECK(seed_noise(two).first == Approx(0.2));  // e = 0.4
+  // Seeds missing from a configuration are left out; one seed gives no estimate.
+  two[1].by_seed.erase(1);
+  CHECK(std::isnan(seed_noise(two).first));
+  CHECK(seed_noise(two).second == 1);
+}
+
+TEST_CASE("configurations within noise of the best are promoted besides the top 1/eta", "[sweep][halving]") {
+  HalvingSettings h;
+  h.eta = 3;
+  // Seed effects shared by all (paired); small interaction noise (about 0.01); a and b are close to the best,
+  // c is far behind.
+  std::map<uint64_t, double> seed = {{0, 0.00}, {1, 0.30}, {2, -0.20}};
+  std::vector<std::pair<std::string, std::vector<double>>> rows = {{"best", {4.000, 4.010, 3.995}},
+                                                                   {"a", {4.004, 4.020, 3.990}},
+                                                                   {"b", {4.012, 4.000, 4.010}},
+                                                                   {"c", {4.300, 4.290, 4.310}},
+                                                                   {"d", {4.500, 4.520, 4.480}},
+                                                                   {"e", {4.600, 4.610, 4.590}}};
+  std::vector<GroupScore> s;
+  for (const auto& [name, v] : rows) {
+    GroupScore g{name, 0, false, false, {}};
+    for (uint64_t k = 0; k < 3; ++k) g.by_seed[k] = v[k] + seed[k];
+    g.val_loss = (g.by_seed[0] + g.by_seed[1] + g.by_seed[2]) / 3;
+    s.push_back(g);
+  }
+  auto d = promote(s, 0, 100, h);
+  auto find = [&](const std::string& g) {
+    for (const auto& x : d)
+      if (x.group == g) return x;
+    FAIL("missing " << g);
+    return d[0];
+  };
+  // Top ceil(6/3) = 2: best and a; b is within 2 SE of the best; c, d, e are many SE behind.
+  CHECK(find("best").reason == "top 2 of 6");
+  CHECK(find("a").promoted);
+  CHECK(find("b").promoted);
+  CHECK_THAT(find("b").reason, Catch::StartsWith("within noise of the best"));
+  CHECK(find("b").gap < 2 * find("b").gap_se);
+  CHECK_FALSE(find("c").promoted);
+  CHECK_THAT(find("c").reason, Catch::StartsWith("pruned: +0.") && Catch::Contains("SE behind"));
+  CHECK(find("c").gap / find("c").gap_se > 10);
+  // noise_k 0: the plain rule.
+  h.noise_k = 0;
+  auto plain = promote(s, 0, 100, h);
+  int promoted = 0;
+  for (const auto& x : plain) promoted += x.promoted;
+  CHECK(promoted == 2);
+}

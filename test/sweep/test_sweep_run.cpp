@@ -265,7 +265,7 @@ TEST_CASE("successive halving promotes by validation loss, records its decisions
           "[sweep][run][halving]") {
   SweepFixture f;
   auto file = f.sweep_file("sha.yaml",
-                           "sweep:\n  halving: {eta: 2, min_steps: 2}\n  grid:\n"
+                           "sweep:\n  halving: {eta: 2, min_steps: 2, noise_k: 0}\n  grid:\n"
                            "    schedule.heads: [[1, 1, 4, 4], [2, 2, 4, 4], [2, 4, 4, 4]]\n    train.seed: [0, 1]\n",
                            8);
   const std::string out = f.dir.file("out");

@@ -21,6 +21,37 @@ std::vector<int64_t> rung_budgets(int64_t max_steps, const HalvingSettings& h) {
   return out;
 }
 
+std::pair<double, int> seed_noise(const std::vector<GroupScore>& scores) {
+  std::vector<const GroupScore*> ok;
+  for (const auto& g : scores)
+    if (!g.failed && std::isfinite(g.val_loss) && !g.by_seed.empty()) ok.push_back(&g);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  if (ok.size() < 2) return {nan, 0};
+  std::vector<uint64_t> seeds;  // the seeds every configuration has
+  for (const auto& [seed, loss] : ok.front()->by_seed) {
+    bool everywhere = std::all_of(ok.begin(), ok.end(), [&](const GroupScore* g) { return g->by_seed.count(seed) > 0; });
+    if (everywhere) seeds.push_back(seed);
+  }
+  const size_t C = ok.size(), S = seeds.size();
+  if (S < 2) return {nan, static_cast<int>(S)};
+  std::vector<double> row(C, 0), col(S, 0);
+  double all = 0;
+  for (size_t c = 0; c < C; ++c)
+    for (size_t s = 0; s < S; ++s) {
+      const double y = ok[c]->by_seed.at(seeds[s]);
+      row[c] += y / static_cast<double>(S);
+      col[s] += y / static_cast<double>(C);
+      all += y / static_cast<double>(C * S);
+    }
+  double ss = 0;
+  for (size_t c = 0; c < C; ++c)
+    for (size_t s = 0; s < S; ++s) {
+      const double r = ok[c]->by_seed.at(seeds[s]) - row[c] - col[s] + all;
+      ss += r * r;
+    }
+  return {std::sqrt(ss / static_cast<double>((C - 1) * (S - 1))), static_cast<int>(S)};
+}
+
 std::vector<PromotionDecision> promote(const std::vector<GroupScore>& scores, int rung, int64_t steps,
                                        const HalvingSettings& h) {
   std::vector<GroupScore> sorted = scores;
@@ -36,6 +67,9 @@ std::vector<PromotionDecision> promote(const std::vector<GroupScore>& scores, in
   const int candidates = static_cast<int>(
       std::count_if(sorted.begin(), sorted.end(), [&](const GroupScore& g) { return !(h.keep_baseline && g.baseline); }));
   const int keep = std::max(1, (candidates + h.eta - 1) / h.eta);
+  const auto [sigma, seeds] = seed_noise(scores);
+  const double gap_se = seeds >= 2 ? sigma * std::sqrt(2.0 / seeds) : std::numeric_limits<double>::quiet_NaN();
+  const double best = sorted.empty() ? 0 : sorted.front().val_loss;
   int kept = 0;
   std::vector<PromotionDecision> out;
   for (int i = 0; i < n; ++i) {
@@ -47,6 +81,10 @@ std::vector<PromotionDecision> promote(const std::vector<GroupScore>& scores, in
     d.val_loss = g.val_loss;
     d.rank = i + 1;
     const bool failed = g.failed || !std::isfinite(g.val_loss);
+    d.gap = failed ? std::numeric_limits<double>::infinity() : g.val_loss - best;
+    d.gap_se = gap_se;
+    // Within noise: the gap is no larger than noise_k standard errors of a paired difference.
+    const bool within_noise = !failed && h.noise_k > 0 && std::isfinite(gap_se) && d.gap <= h.noise_k * gap_se;
     if (failed) {
       d.reason = "failed";
     } else if (g.baseline && h.keep_baseline) {
@@ -56,8 +94,13 @@ std::vector<PromotionDecision> promote(const std::vector<GroupScore>& scores, in
       ++kept;
       d.promoted = true;
       d.reason = fmt::format("top {} of {}", keep, candidates);
+    } else if (within_noise) {
+      d.promoted = true;
+      d.reason = fmt::format("within noise of the best: +{:.4f}, {:.1f} SE", d.gap, d.gap / gap_se);
     } else {
-      d.reason = "pruned";
+      d.reason = h.noise_k > 0 && std::isfinite(gap_se)
+                     ? fmt::format("pruned: +{:.4f}, {:.1f} SE behind", d.gap, d.gap / gap_se)
+                     : "pruned";
     }
     out.push_back(d);
   }

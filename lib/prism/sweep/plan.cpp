@@ -51,6 +51,7 @@ SweepSettings parse_settings(ConfigNode s, const std::string& default_name) {
     out.halving.eta = static_cast<int>(h.get_int("eta", out.halving.eta, 2, 1000));
     out.halving.min_steps = h.get_int("min_steps", 0, 0, 1LL << 50);
     out.halving.keep_baseline = h.get<bool>("keep_baseline", true);
+    out.halving.noise_k = h.get_real("noise_k", out.halving.noise_k, 0.0, 100.0);
     h.finish();
   }
   ConfigNode sl = s.child("slurm");
@@ -176,8 +177,8 @@ std::string schedule_label(const Trial& t) { return t.baseline ? "uniform" : t.s
 std::string SweepPlan::definition() const {
   std::string d;
   if (settings.halving.enabled)
-    d += fmt::format("halving eta={} min_steps={} keep_baseline={}\n", settings.halving.eta, settings.halving.min_steps,
-                     settings.halving.keep_baseline);
+    d += fmt::format("halving eta={} min_steps={} keep_baseline={} noise_k={}\n", settings.halving.eta,
+                     settings.halving.min_steps, settings.halving.keep_baseline, settings.halving.noise_k);
   for (const auto& t : trials) d += "trial " + t.name + "\n" + t.config + "\n";
   return d;
 }
@@ -343,6 +344,7 @@ std::string plan_to_yaml(const SweepPlan& plan) {
   out << YAML::Key << "eta" << YAML::Value << s.halving.eta;
   out << YAML::Key << "min_steps" << YAML::Value << s.halving.min_steps;
   out << YAML::Key << "keep_baseline" << YAML::Value << s.halving.keep_baseline;
+  out << YAML::Key << "noise_k" << YAML::Value << s.halving.noise_k;
   out << YAML::EndMap;
   out << YAML::Key << "slurm" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "partition" << YAML::Value << s.slurm.partition;

@@ -34,6 +34,10 @@ struct HalvingSettings {
   int eta = 3;                 // keep the best 1/eta of the configurations at each rung
   int64_t min_steps = 0;       // the first rung's budget; 0 = max_steps / eta^2 (three rungs)
   bool keep_baseline = true;   // always promote the uniform baseline (the table compares to it)
+  // Also promote every configuration within noise_k standard errors of the best
+  // (halving.h: a difference the seeds cannot resolve is no reason to stop a
+  // configuration). 0: rank by the mean alone.
+  double noise_k = 2.0;
 };
 
 struct SlurmSettings {

@@ -61,6 +61,7 @@ SweepStage sweep_stage(const SweepPlan& plan, const std::string& dir, RetryPolic
         auto r = read_run_result((fs::path(rd) / "run.h5").string());
         sums[t->group].first += r.final_val_loss();
         sums[t->group].second += 1;
+        g.by_seed[t->seed] = r.final_val_loss();
       }
     }
     if (!st.work.empty() || k + 1 == static_cast<int>(budgets.size())) {
