@@ -20,13 +20,18 @@ namespace {
 
 const char* kUsage =
     "[INPUT...] [options]\n\n"
-    "Tokenises UTF-8 text with GPT-2's BPE into llm.c-format shards: EOT before each\n"
-    "document, shard 0 (<name>_val_000000.bin) for validation, then training shards\n"
-    "(<name>_train_000001.bin, ...). INPUT: text files, or directories (every *.txt\n"
+    "Tokenises UTF-8 text into llm.c-format shards: EOT before each document, shard 0\n"
+    "(<name>_val_000000.bin) for validation, then training shards\n"
+    "(<name>_train_000001.bin, ...). The vocabulary is GPT-2's, a tiktoken ranks file\n"
+    "(--vocab), or a compact byte-level BPE trained here on the training documents\n"
+    "only (--train-vocab N); it is copied to OUTPUT/vocab.tiktoken. prepare.json\n"
+    "(written last) records it and the unigram baseline: the validation loss of a\n"
+    "model that ignores context. INPUT: text files, or directories (every *.txt\n"
     "below them). A recipe (data/recipes/<name>.yaml) names inputs and settings;\n"
     "flags given with it override the recipe's.\n\n"
     "examples:\n"
     "  prism data prepare --recipe austen               (after data/get-corpus.sh)\n"
+    "  prism data prepare --recipe austen-bpe           (a 4096-id vocabulary trained on the corpus)\n"
     "  prism data prepare books/ -o data/cache/books --split blank-line --val-tokens 50000\n"
     "  prism data prepare a.txt b.txt -o out --split marker --marker '<doc>'";
 
@@ -75,7 +80,8 @@ int prepare(const std::vector<std::string>& args) {
       ("shard-tokens", po::value<int64_t>(), "tokens per training shard (default 100000000)")
       ("shuffle-seed", po::value<uint64_t>(), "shuffle the document order with this seed (default: input order)")
       ("threads,j", po::value<int>()->default_value(0), "tokenising threads (0: all cores)")
-      ("vocab", po::value<std::string>()->default_value(default_vocab_path()), "gpt2.tiktoken (data/get-vocab.sh)")
+      ("vocab", po::value<std::string>(), "a tiktoken ranks file (default: GPT-2's, data/get-vocab.sh puts it in data/cache)")
+      ("train-vocab", po::value<int>(), "train a compact vocabulary of N ids on the training documents instead (2048-8192)")
       ("force", po::bool_switch(), "replace shards already prepared in the output directory")
       ("if-missing", po::bool_switch(), "do nothing if the output directory already holds a finished preparation")
       ("quiet,q", po::bool_switch(), "no progress line");
@@ -95,7 +101,14 @@ int prepare(const std::vector<std::string>& args) {
   if (vm.count("shard-tokens")) opt.shard_tokens = vm["shard-tokens"].as<int64_t>();
   if (vm.count("shuffle-seed")) opt.shuffle_seed = vm["shuffle-seed"].as<uint64_t>();
   opt.threads = vm["threads"].as<int>();
-  opt.vocab = vm["vocab"].as<std::string>();
+  if (vm.count("vocab")) {
+    opt.vocab = vm["vocab"].as<std::string>();
+    opt.train_vocab = 0;
+  }
+  if (vm.count("train-vocab")) {
+    opt.train_vocab = vm["train-vocab"].as<int>();
+    opt.vocab.clear();
+  }
   opt.force = vm["force"].as<bool>();
   if (opt.inputs.empty())
     throw Error("no input given", "command line", "give text files or directories, or --recipe NAME");
@@ -116,6 +129,11 @@ int prepare(const std::vector<std::string>& args) {
   std::cout << fmt::format("  val   {:>12} tokens  {}\n", with_commas(s.val_tokens), s.shards.front());
   std::cout << fmt::format("  train {:>12} tokens  {} shard{} ({} ...)\n", with_commas(s.train_tokens),
                            s.shards.size() - 1, s.shards.size() == 2 ? "" : "s", s.shards[1]);
+  std::cout << fmt::format("  vocab {} ids{}, {:.2f} bytes per token: {}\n", s.vocab_size,
+                           s.vocab_trained ? " (trained on the training documents)" : "",
+                           static_cast<double>(s.bytes) / static_cast<double>(std::max<uint64_t>(s.tokens, 1)), s.vocab);
+  std::cout << fmt::format("  unigram baseline: {:.4f} nats per validation token (a model must beat this to use context)\n",
+                           s.unigram_val_loss);
   std::cout << fmt::format("  {} on {} thread{} ({:.1f} MB/s)\n", duration(s.seconds), threads, threads == 1 ? "" : "s",
                            s.bytes / 1e6 / std::max(s.seconds, 1e-9));
   return 0;

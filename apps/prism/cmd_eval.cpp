@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "prism/analysis/result_store.h"
+#include "prism/data/dataset.h"
 #include "prism/data/tokenizer.h"
 #include "prism/error.h"
 #include "prism/eval/evaluate.h"
@@ -51,7 +52,7 @@ int run(const std::vector<std::string>& args) {
         ("dump", po::value<std::string>(), "write every choice's tokens and log-likelihood to this JSON file")
         ("out", po::value<std::string>(), "write /eval/<task> to this HDF5 file instead of the run's run.h5")
         ("no-store", po::bool_switch(), "print only; write no HDF5")
-        ("vocab", po::value<std::string>()->default_value(vocab_path()), "gpt2.tiktoken")
+        ("vocab", po::value<std::string>(), "the tokenizer's ranks file (default: the one the model trained with)")
         ("threads", po::value<int>()->default_value(0), "intra-op threads (0: all cores)");
     po::positional_options_description pos;
     pos.add("checkpoint", 1);
@@ -83,11 +84,8 @@ int run(const std::vector<std::string>& args) {
 
     LoadedModel lm = load_model(checkpoint);
     if (store_results) check_result_store(store_path, lm.config.schedule.heads());
-    Gpt2Tokenizer tok(vm["vocab"].as<std::string>());
-    if (lm.config.model.vocab_size < tok.vocab_size())
-      throw Error(fmt::format("the model's vocabulary has {} ids, the GPT-2 tokenizer {}", lm.config.model.vocab_size,
-                              tok.vocab_size()),
-                  lm.path, "evaluate a model trained on GPT-2 tokens");
+    if (lm.config.data.vocab.empty() && !vm.count("vocab")) lm.config.data.vocab = vocab_path();
+    Gpt2Tokenizer tok = open_tokenizer(lm.config, vm.count("vocab") ? vm["vocab"].as<std::string>() : "");
     lm.model->attention_options().backend = attention::parse_backend(lm.config.attention.backend);
     size_t requests = 0;
     for (const auto& item : data.items) requests += item.choices.size();

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli.h"
+#include "prism/data/dataset.h"
 #include "prism/data/tokenizer.h"
 #include "prism/error.h"
 #include "prism/model/sample.h"
@@ -51,7 +52,7 @@ int run(const std::vector<std::string>& args) {
         ("top-k,k", po::value<int64_t>()->default_value(40), "sample among the k most likely tokens (0: all)")
         ("samples", po::value<int>()->default_value(1), "number of samples")
         ("seed", po::value<uint64_t>()->default_value(0), "random seed")
-        ("vocab", po::value<std::string>()->default_value(vocab_path()), "gpt2.tiktoken")
+        ("vocab", po::value<std::string>(), "the tokenizer's ranks file (default: the one the model trained with)")
         ("threads", po::value<int>()->default_value(0), "intra-op threads (0: all cores)");
     po::positional_options_description pos;
     pos.add("checkpoint", 1);
@@ -60,10 +61,8 @@ int run(const std::vector<std::string>& args) {
     if (!vm.count("checkpoint")) throw Error("no checkpoint given", "prism sample", "pass a run directory, e.g. prism sample runs/demo");
     if (int t = vm["threads"].as<int>(); t > 0) torch::set_num_threads(t);
     auto lm = load_model(vm["checkpoint"].as<std::string>());
-    Gpt2Tokenizer tok(vm["vocab"].as<std::string>());
-    if (lm.config.model.vocab_size != tok.vocab_size())
-      throw Error(fmt::format("the model's vocabulary has {} ids, the GPT-2 tokenizer {}", lm.config.model.vocab_size, tok.vocab_size()),
-                  lm.path, "sample from a model trained on GPT-2 tokens");
+    if (lm.config.data.vocab.empty() && !vm.count("vocab")) lm.config.data.vocab = vocab_path();
+    Gpt2Tokenizer tok = open_tokenizer(lm.config, vm.count("vocab") ? vm["vocab"].as<std::string>() : "");
     std::vector<int64_t> prompt;
     for (auto id : tok.encode(vm["prompt"].as<std::string>())) prompt.push_back(id);
     std::cerr << fmt::format("model {} (step {}), heads {}\n", lm.path, lm.step, lm.config.schedule.compact());

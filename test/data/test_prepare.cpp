@@ -85,7 +85,7 @@ TEST_CASE("prepare: one document per file, EOT first, val shard then train shard
   CHECK(stored->shards == s.shards);
   // No staging directory or temp file is left.
   size_t entries = std::distance(fs::directory_iterator(dir.file("out")), fs::directory_iterator());
-  CHECK(entries == s.shards.size() + 1);
+  CHECK(entries == s.shards.size() + 2);  // + prepare.json and vocab.tiktoken
 }
 
 TEST_CASE("prepare: documents split on blank lines or on a marker line", "[data]") {
@@ -252,4 +252,70 @@ TEST_CASE("prepare: --if-missing goes by prepare.json, never by the directory ex
   auto foreign = run_prism(cmd);
   CHECK(foreign.exit_code == 2);
   CHECK_THAT(foreign.output, Catch::Contains("already holds prepared shards") && Catch::Contains("--force"));
+}
+
+TEST_CASE("prepare: the vocabulary travels with the shards, with the unigram baseline in prepare.json", "[data][bpe]") {
+  TempDir dir("prism-prepare");
+  auto docs = sample_docs(60);
+  fs::create_directories(dir.file("in"));
+  for (size_t i = 0; i < docs.size(); ++i) write_file(dir.file(fmt::format("in/{:03d}.txt", i)), docs[i]);
+  auto o = base(dir, {dir.file("in")});
+  const auto s = prepare_corpus(o);
+  CHECK(s.vocab == dir.file("out/vocab.tiktoken"));
+  CHECK(read_file(s.vocab) == read_file(vocab_path()));  // GPT-2's, copied
+  CHECK(s.vocab_size == 50257);
+  CHECK_FALSE(s.vocab_trained);
+  // The baseline, recomputed here from the shards: add-1/2 smoothed train frequencies scored on val.
+  std::vector<double> counts(50257, 0.0);
+  double n_train = 0;
+  for (size_t i = 1; i < s.shards.size(); ++i) {
+    TokenShard t(s.shards[i]);
+    for (size_t k = 0; k < t.size(); ++k) counts[t[k]] += 1, n_train += 1;
+  }
+  TokenShard val(s.shards[0]);
+  double ce = 0;
+  for (size_t k = 0; k < val.size(); ++k) ce -= std::log((counts[val[k]] + 0.5) / (n_train + 0.5 * 50257));
+  ce /= static_cast<double>(val.size());
+  CHECK(s.unigram_val_loss == Approx(ce).epsilon(1e-12));
+  const auto back = read_prepared(o.output);
+  REQUIRE(back);
+  CHECK(back->vocab == s.vocab);
+  CHECK(back->vocab_size == 50257);
+  CHECK(back->unigram_val_loss == Approx(s.unigram_val_loss).epsilon(1e-12));
+}
+
+TEST_CASE("prepare: a trained vocabulary never sees the validation documents", "[data][bpe]") {
+  TempDir dir("prism-prepare");
+  // Document order is the file order (no shuffle), so the first documents fill the validation shard.
+  // The first one repeats a word found nowhere else; a vocabulary trained on all the text would
+  // learn it whole, one trained on the training documents cannot.
+  std::string secret;
+  for (int i = 0; i < 400; ++i) secret += " quizzaciously";
+  fs::create_directories(dir.file("in"));
+  write_file(dir.file("in/000.txt"), "Validation." + secret + "\n");
+  auto docs = sample_docs(300);
+  for (size_t i = 0; i < docs.size(); ++i) write_file(dir.file(fmt::format("in/{:03d}.txt", i + 1)), docs[i]);
+  auto o = base(dir, {dir.file("in")});
+  o.vocab.clear();
+  o.train_vocab = 300;
+  o.val_tokens = 2000;
+  o.shard_tokens = 100000;
+  const auto s = prepare_corpus(o);
+  CHECK(s.vocab_trained);
+  CHECK(s.vocab_size == 300);
+  Gpt2Tokenizer tok(s.vocab);
+  CHECK(tok.encode(" quizzaciously").size() > 3);
+  // The validation shard does begin with that document.
+  TokenShard val(s.shards[0]);
+  const auto first = tok.encode("Validation." + secret + "\n");
+  REQUIRE(first.size() + 1 > val.size());  // the document fills the validation shard
+  for (size_t k = 0; k + 1 < val.size(); ++k) REQUIRE(val[k + 1] == first[k]);
+  // The same text among the training documents does shape the vocabulary.
+  write_file(dir.file("in/999.txt"), "Training." + secret + "\n");
+  o.force = true;
+  const auto t = prepare_corpus(o);
+  CHECK(Gpt2Tokenizer(t.vocab).encode(" quizzaciously").size() <= 2);
+  // A vocabulary file and one to train are not both allowed.
+  o.vocab = vocab_path();
+  CHECK_THROWS_WITH(prepare_corpus(o), Catch::Contains("not both"));
 }

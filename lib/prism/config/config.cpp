@@ -42,7 +42,12 @@ ModelConfig parse_model_section(ConfigNode n) {
   m.d_model = static_cast<int>(n.get_int("d_model", m.d_model, 1, 1 << 16));
   m.n_head = static_cast<int>(n.get_int("n_head", m.n_head, 1, 1 << 16));
   m.block_size = static_cast<int>(n.get_int("block_size", m.block_size, 1, 1 << 20));
-  m.vocab_size = static_cast<int>(n.get_int("vocab_size", m.vocab_size, 1, 1 << 24));
+  if (n.maybe<std::string>("vocab_size") == std::optional<std::string>("auto")) {
+    m.vocab_from_data = true;
+  } else if (n.has("vocab_size")) {
+    m.vocab_size = static_cast<int>(n.get_int("vocab_size", m.vocab_size, 1, 1 << 24));
+    m.vocab_from_data = false;
+  }
   m.bias = n.get<bool>("bias", m.bias);
   m.dropout = n.get_real("dropout", m.dropout, 0.0, 0.999);
   n.finish();
@@ -171,7 +176,8 @@ std::string to_yaml(const Config& c) {
   out << YAML::Key << "d_model" << YAML::Value << c.model.d_model;
   out << YAML::Key << "n_head" << YAML::Value << c.model.n_head;
   out << YAML::Key << "block_size" << YAML::Value << c.model.block_size;
-  out << YAML::Key << "vocab_size" << YAML::Value << c.model.vocab_size;
+  if (c.model.vocab_from_data) out << YAML::Key << "vocab_size" << YAML::Value << "auto";
+  else out << YAML::Key << "vocab_size" << YAML::Value << c.model.vocab_size;
   out << YAML::Key << "bias" << YAML::Value << c.model.bias;
   out << YAML::Key << "dropout" << YAML::Value << c.model.dropout;
   out << YAML::EndMap;
@@ -203,6 +209,7 @@ std::string to_yaml(const Config& c) {
   out << YAML::EndMap;
   out << YAML::Key << "data" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "dir" << YAML::Value << c.data.dir << YAML::Key << "shuffle" << YAML::Value << c.data.shuffle;
+  if (!c.data.vocab.empty()) out << YAML::Key << "vocab" << YAML::Value << c.data.vocab;
   out << YAML::EndMap;
   out << YAML::EndMap;
   return out.c_str();

@@ -49,6 +49,7 @@ DataConfig parse_data_section(ConfigNode n) {
   DataConfig d;
   d.dir = n.get<std::string>("dir", d.dir);
   d.shuffle = n.get<bool>("shuffle", d.shuffle);
+  d.vocab = n.get<std::string>("vocab", d.vocab);
   n.finish();
   return d;
 }

@@ -35,6 +35,9 @@ struct TrainConfig {
 struct DataConfig {
   std::string dir;               // a prepared corpus: *_val_*.bin and *_train_*.bin shards
   bool shuffle = true;           // random windows (true) or sequential (false) for training
+  // The tokenizer's ranks file; "" = the data's own (<dir>/vocab.tiktoken when
+  // prepared by prism), else GPT-2's. Filled in when a run starts (dataset.h).
+  std::string vocab;
 };
 
 TrainConfig parse_train_section(ConfigNode node);

@@ -5,6 +5,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cmath>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -22,6 +23,7 @@
 
 #include "prism/config/config.h"
 #include "prism/config/config_node.h"
+#include "prism/data/bpe_trainer.h"
 #include "prism/data/shard.h"
 #include "prism/data/shuffle.h"
 #include "prism/data/tokenizer.h"
@@ -178,10 +180,18 @@ void remove_stale_stages(const fs::path& dir) {
   }
 }
 
+// A 64-bit FNV-1a digest of a file: names the exact vocabulary in prepare.json.
+std::string file_digest(const std::string& path) {
+  MappedText text(path);
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (char c : text.text()) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
+  return fmt::format("fnv1a64:{:016x}", h);
+}
+
 void write_manifest(const fs::path& file, const PrepareOptions& opt, const PrepareSummary& s,
                     const std::vector<uint64_t>& shard_tokens) {
   nlohmann::json j;
-  j["format"] = "llm.c token shards: 256 x int32 header (20240520, 1, count), uint16 GPT-2 tokens";
+  j["format"] = "llm.c token shards: 256 x int32 header (20240520, 1, count), uint16 token ids of vocab.tiktoken";
   j["recipe"] = opt.recipe;
   j["name"] = opt.name.empty() ? fs::path(opt.output).filename().string() : opt.name;
   j["inputs"] = opt.inputs;
@@ -195,6 +205,18 @@ void write_manifest(const fs::path& file, const PrepareOptions& opt, const Prepa
   j["val_tokens"] = s.val_tokens;
   j["train_tokens"] = s.train_tokens;
   j["shard_tokens"] = opt.shard_tokens;
+  j["vocab"] = {{"file", fs::path(s.vocab).filename().string()},
+                {"size", s.vocab_size},
+                {"end_of_text", s.vocab_size - 1},
+                {"trained", s.vocab_trained},
+                {"digest", file_digest(s.vocab)},
+                {"source", s.vocab_trained ? fmt::format("trained here: {} ids, byte-level BPE with GPT-2's "
+                                                         "pre-tokenisation, on the training documents only",
+                                                         s.vocab_size)
+                                           : (opt.vocab.empty() ? default_vocab_path() : opt.vocab)}};
+  j["unigram_val_loss"] = s.unigram_val_loss;
+  j["unigram_note"] = "nats per token on the validation shard under add-1/2 smoothed unigram frequencies of the "
+                      "training shards: the loss of a model that ignores context";
   j["seconds"] = s.seconds;
   j["prism_version"] = PRISM_VERSION;
   auto& shards = j["shards"] = nlohmann::json::array();
@@ -211,12 +233,14 @@ void write_manifest(const fs::path& file, const PrepareOptions& opt, const Prepa
 // Collects the token stream into shards: the validation shard, then training shards.
 class ShardAssembler {
  public:
-  ShardAssembler(fs::path dir, std::string name, uint64_t val_tokens, uint64_t shard_tokens)
-      : dir_(std::move(dir)), name_(std::move(name)), val_(val_tokens), train_(shard_tokens) {
+  ShardAssembler(fs::path dir, std::string name, uint64_t val_tokens, uint64_t shard_tokens, int vocab_size)
+      : dir_(std::move(dir)), name_(std::move(name)), val_(val_tokens), train_(shard_tokens),
+        frequency_{std::vector<uint64_t>(static_cast<size_t>(vocab_size)), std::vector<uint64_t>(static_cast<size_t>(vocab_size))} {
     buf_.reserve(std::min<uint64_t>(std::max(val_, train_), 1u << 24));
   }
   void add(TokenId t) {
     buf_.push_back(static_cast<uint16_t>(t));
+    ++frequency_[files_.empty() ? 0 : 1][t];
     if (buf_.size() == capacity()) flush();
   }
   void finish() {
@@ -224,6 +248,22 @@ class ShardAssembler {
   }
   const std::vector<std::string>& files() const { return files_; }
   const std::vector<uint64_t>& counts() const { return counts_; }
+
+  // Cross-entropy (nats per token) of the validation tokens under the training tokens' frequencies,
+  // add-1/2 smoothed (Krichevsky-Trofimov) so that a token unseen in training costs a finite amount.
+  double unigram_val_loss() const {
+    const auto& val = frequency_[0];
+    const auto& train = frequency_[1];
+    double n_train = 0, n_val = 0, sum = 0;
+    for (size_t v = 0; v < train.size(); ++v) n_train += static_cast<double>(train[v]);
+    const double denominator = n_train + 0.5 * static_cast<double>(train.size());
+    for (size_t v = 0; v < val.size(); ++v) {
+      if (val[v] == 0) continue;
+      n_val += static_cast<double>(val[v]);
+      sum -= static_cast<double>(val[v]) * std::log((static_cast<double>(train[v]) + 0.5) / denominator);
+    }
+    return n_val > 0 ? sum / n_val : std::nan("");
+  }
 
  private:
   uint64_t capacity() const { return files_.empty() ? val_ : train_; }
@@ -240,6 +280,7 @@ class ShardAssembler {
   std::vector<uint16_t> buf_;
   std::vector<std::string> files_;
   std::vector<uint64_t> counts_;
+  std::vector<uint64_t> frequency_[2];  // token frequencies: [0] validation shard, [1] training shards
 };
 
 void check_options(const PrepareOptions& opt) {
@@ -253,6 +294,52 @@ void check_options(const PrepareOptions& opt) {
     throw Error(fmt::format("val_tokens {} and shard_tokens {} must be in 1..{}", opt.val_tokens, opt.shard_tokens,
                             INT32_MAX),
                 where, "choose positive sizes that fit a shard's int32 count");
+  if (opt.train_vocab != 0 && !opt.vocab.empty())
+    throw Error("both a vocabulary file and a vocabulary to train were given", where,
+                "pass --vocab FILE or --train-vocab N (recipe: vocab or vocab_size), not both");
+  if (opt.train_vocab != 0 && (opt.train_vocab < 258 || opt.train_vocab > 65536))
+    throw Error(fmt::format("a trained vocabulary of {} ids", opt.train_vocab), where,
+                "ask for 258 to 65536 ids (e.g. 2048-8192 for a CPU-sized model)");
+}
+
+// The bytes of document d, read from its file.
+std::string document_text(const std::vector<std::string>& files, const Document& d) {
+  MappedText text(files[d.file]);
+  return std::string(text.text().substr(d.offset, d.length));
+}
+
+// Trains a compact vocabulary on the training documents only. The validation shard is the first
+// val_tokens tokens of the document stream; which documents those are depends on the vocabulary, so:
+// hold out a prefix of the stream that surely covers them (by bytes, assuming at most 5 bytes per
+// token), train on the rest, and check with the trained vocabulary that the prefix holds at least
+// val_tokens tokens; otherwise hold out twice as much and train again. Writes the ranks to `path`.
+void train_vocabulary(const std::vector<std::string>& files, const std::vector<Document>& docs,
+                      const PrepareOptions& opt, const std::string& path) {
+  const uint64_t wanted = static_cast<uint64_t>(opt.val_tokens);
+  uint64_t hold_bytes = 5 * wanted;
+  for (;;) {
+    size_t held = 0;
+    for (uint64_t bytes = 0; held < docs.size() && bytes < hold_bytes; ++held) bytes += docs[held].length;
+    if (held >= docs.size())
+      throw Error("too little text to train a vocabulary apart from the validation documents",
+                  opt.inputs.size() == 1 ? opt.inputs[0] : "the inputs",
+                  "give more text, lower the validation size (val_tokens) or use a fixed vocabulary (--vocab)");
+    PieceCounts counts;
+    for (size_t d = held; d < docs.size(); ++d) counts.add_text(document_text(files, docs[d]));
+    BpeTrainOptions bo;
+    bo.vocab_size = opt.train_vocab;
+    write_tiktoken_ranks(path, train_bpe(counts, bo));
+    Gpt2Tokenizer tok(path);
+    uint64_t tokens = 0;
+    std::vector<TokenId> ids;
+    for (size_t d = 0; d < held && tokens < wanted; ++d) {
+      ids.clear();
+      tok.encode(document_text(files, docs[d]), ids);
+      tokens += 1 + ids.size();  // EOT, then the document
+    }
+    if (tokens >= wanted) return;
+    hold_bytes *= 2;
+  }
 }
 
 }  // namespace
@@ -266,7 +353,6 @@ PrepareSummary prepare_corpus(const PrepareOptions& opt) {
                 "pass --force to replace them, or choose another --output");
 
   const auto files = text_files(opt.inputs, opt.fetch_hint);
-  Gpt2Tokenizer tok(opt.vocab.empty() ? default_vocab_path() : opt.vocab);
   std::vector<Document> docs;
   uint64_t total_bytes = 0;
   for (uint32_t f = 0; f < files.size(); ++f) {
@@ -291,8 +377,19 @@ PrepareSummary prepare_corpus(const PrepareOptions& opt) {
     }
   } cleanup{stage};
 
+  // The vocabulary goes with the shards: trained here, or a copy of the file given.
+  const fs::path stage_vocab = stage / "vocab.tiktoken";
+  if (opt.train_vocab > 0) {
+    train_vocabulary(files, docs, opt, stage_vocab.string());
+  } else {
+    const std::string given = opt.vocab.empty() ? default_vocab_path() : opt.vocab;
+    Gpt2Tokenizer check(given);  // a missing or damaged file fails here, naming the fix
+    fs::copy_file(given, stage_vocab, fs::copy_options::overwrite_existing);
+  }
+  Gpt2Tokenizer tok(stage_vocab.string());
+
   const std::string name = opt.name.empty() ? out_dir.filename().string() : opt.name;
-  ShardAssembler shards(stage, name.empty() ? "corpus" : name, opt.val_tokens, opt.shard_tokens);
+  ShardAssembler shards(stage, name.empty() ? "corpus" : name, opt.val_tokens, opt.shard_tokens, tok.vocab_size());
   const int threads = opt.threads > 0 ? opt.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   PrepareProgress progress;
   progress.bytes_total = total_bytes;
@@ -375,6 +472,11 @@ PrepareSummary prepare_corpus(const PrepareOptions& opt) {
         std::find(final_names.begin(), final_names.end(), fn) == final_names.end())
       fs::remove(e.path(), ec);
   }
+  fs::rename(stage_vocab, out_dir / "vocab.tiktoken");
+  s.vocab = (out_dir / "vocab.tiktoken").string();
+  s.vocab_size = tok.vocab_size();
+  s.vocab_trained = opt.train_vocab > 0;
+  s.unigram_val_loss = shards.unigram_val_loss();
   s.files = files.size();
   s.documents = docs.size();
   s.bytes = total_bytes;
@@ -403,6 +505,15 @@ std::optional<PrepareSummary> read_prepared(const std::string& dir) {
     s.train_tokens = j.at("train_tokens").get<uint64_t>();
     s.seconds = j.at("seconds").get<double>();
     for (const auto& sh : j.at("shards")) s.shards.push_back((fs::path(dir) / sh.at("file").get<std::string>()).string());
+    // Manifests before compact vocabularies name none: those corpora are GPT-2's.
+    if (j.contains("vocab")) {
+      const auto& v = j.at("vocab");
+      s.vocab = (fs::path(dir) / v.at("file").get<std::string>()).string();
+      s.vocab_size = v.at("size").get<int>();
+      s.vocab_trained = v.at("trained").get<bool>();
+    }
+    if (j.contains("unigram_val_loss") && j.at("unigram_val_loss").is_number())
+      s.unigram_val_loss = j.at("unigram_val_loss").get<double>();
     return s;
   } catch (const std::exception& e) {
     throw Error(std::string("damaged manifest: ") + e.what(), file.string(), "prepare the data again with --force");
@@ -441,6 +552,8 @@ PrepareOptions load_recipe(const std::string& name_or_path) {
   o.shard_tokens = node.get_int("shard_tokens", o.shard_tokens, 1, INT32_MAX);
   if (auto seed = node.maybe<uint64_t>("shuffle_seed")) o.shuffle_seed = *seed;
   if (auto fetch = node.maybe<std::string>("fetch")) o.fetch_hint = "run " + *fetch + " first (it fetches the text)";
+  if (auto v = node.maybe<std::string>("vocab")) o.vocab = resolve(*v);
+  if (node.has("vocab_size")) o.train_vocab = static_cast<int>(node.get_int("vocab_size", 4096, 258, 65536));
   node.get<std::string>("license", "");      // documentation only
   node.get<std::string>("description", "");  // documentation only
   node.finish();

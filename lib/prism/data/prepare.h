@@ -7,10 +7,19 @@
 // a shard boundary, as in llm.c. Tokenisation runs on many threads; the output
 // is byte for byte the same for any thread count.
 //
+// The vocabulary is GPT-2's by default, any tiktoken ranks file (`vocab`), or a
+// compact one trained here (`train_vocab` ids) on the training documents only:
+// the documents that fill the validation shard never shape the vocabulary. The
+// vocabulary used is copied to <output>/vocab.tiktoken, so a prepared corpus
+// carries the tokenizer that reads it.
+//
 // A finished preparation also leaves prepare.json (what was read, counts, the
-// shard list); it is written last, so its presence means the shards are whole.
+// vocabulary and its size, the shard list, and the unigram baseline: the
+// cross-entropy on the validation shard of token frequencies counted on the
+// training shards); it is written last, so its presence means the shards are whole.
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,7 +36,8 @@ struct PrepareOptions {
   std::vector<std::string> inputs;  // text files, or directories (every *.txt below them, by path)
   std::string output;               // directory for the shards (created)
   std::string name;                 // shard file prefix; default: the output directory's name
-  std::string vocab;                // gpt2.tiktoken; default: default_vocab_path()
+  std::string vocab;                // a tiktoken ranks file; default: default_vocab_path() (GPT-2's)
+  int train_vocab = 0;              // > 0: train a compact vocabulary of this many ids instead (bpe_trainer.h)
   // How files divide into documents: "file" (one per file), "blank-line"
   // (paragraphs: runs of non-blank lines), "marker" (lines equal to `marker`).
   std::string split = "file";
@@ -47,6 +57,13 @@ struct PrepareSummary {
   uint64_t files = 0, documents = 0, bytes = 0;
   uint64_t tokens = 0, val_tokens = 0, train_tokens = 0;
   std::vector<std::string> shards;  // paths, val first
+  std::string vocab;                // the vocabulary's path: <output>/vocab.tiktoken ("" for GPT-2 in an old manifest)
+  int vocab_size = 50257;           // ids, end-of-text included
+  bool vocab_trained = false;       // a compact vocabulary trained on this corpus
+  // Unigram baseline, in nats per token: add-1/2 (Krichevsky-Trofimov) smoothed
+  // frequencies of the training shards, scored on the validation shard. A model
+  // that does not beat it has learned nothing that uses context. NaN if unknown.
+  double unigram_val_loss = std::numeric_limits<double>::quiet_NaN();
   double seconds = 0;
 };
 

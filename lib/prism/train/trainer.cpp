@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "prism/data/dataset.h"
 #include "prism/data/loader.h"
 #include "prism/error.h"
 #include "prism/model/cost.h"
@@ -127,6 +128,7 @@ class Loop {
   std::string config_yaml_;
   int64_t accum_ = 1;
   std::string last_checkpoint_;
+  double unigram_ = std::nan("");  // the data's unigram baseline (prepare.json), printed beside every val loss
 };
 
 void Loop::prepare_run_dir() {
@@ -326,8 +328,11 @@ TrainSummary Loop::run() {
   log(fmt::format("run: {} | {} | attention {} | {} steps x {} tokens ({} micro-batch{} of {}x{})", o_.run_dir,
                   exec_.describe(), c_.attention.backend, c_.train.max_steps, step_tokens, accum_,
                   accum_ == 1 ? "" : "es", c_.train.batch_size, c_.train.seq_len));
-  log(fmt::format("data: {} train tokens, {} validation batches", format_count(static_cast<double>(data_.train->tokens())),
-                  data_.val_batches));
+  unigram_ = describe_data(c_.data.dir).unigram_val_loss;
+  log(fmt::format("data: {} train tokens, {} validation batches, vocabulary {} ids ({}){}",
+                  format_count(static_cast<double>(data_.train->tokens())), data_.val_batches, c_.model.vocab_size,
+                  vocab_path_for(c_),
+                  std::isnan(unigram_) ? "" : fmt::format(", unigram baseline {:.4f} nats", unigram_)));
   if (group_->distributed())
     log(fmt::format("data parallel: {}; {} gradient bucket{} all-reduced during the backward", group_->describe(),
                     sync_->bucket_count(), sync_->bucket_count() == 1 ? "" : "s"));
@@ -351,7 +356,8 @@ TrainSummary Loop::run() {
         st_.best_val_step = step;
       }
       sum.val_loss = v;
-      log(fmt::format("step {:>6} | val loss {:.4f}{}", step, v, st_.best_val_step == step ? " (best)" : ""));
+      log(fmt::format("step {:>6} | val loss {:.4f}{}{}", step, v, st_.best_val_step == step ? " (best)" : "",
+                      std::isnan(unigram_) ? "" : fmt::format(" | unigram {:.4f}", unigram_)));
     }
     if ((c_.train.distance_every > 0 && step % c_.train.distance_every == 0) || last || force) {
       auto d = measure_distance();
@@ -424,11 +430,12 @@ TrainSummary Loop::run() {
   sum.wall_s = seconds_since(t0);
   sum.tokens_per_s = st_.elapsed_s > 0 ? static_cast<double>(st_.tokens) / st_.elapsed_s : 0;
   sum.checkpoint = last_checkpoint_;
-  log(fmt::format("{}: {} steps, {} tokens in {} ({} tok/s) | train loss {:.4f} | val loss {:.4f} (best {:.4f} at step {}) | "
+  log(fmt::format("{}: {} steps, {} tokens in {} ({} tok/s) | train loss {:.4f} | val loss {:.4f} (best {:.4f} at step {}{}) | "
                   "run {} | checkpoint {}",
                   sum.status, sum.steps, format_count(static_cast<double>(sum.tokens)), format_duration(st_.elapsed_s),
                   format_count(sum.tokens_per_s), sum.train_loss, sum.val_loss, sum.best_val_loss, sum.best_val_step,
-                  o_.run_dir, last_checkpoint_.empty() ? "none" : last_checkpoint_));
+                  std::isnan(unigram_) ? "" : fmt::format("; unigram {:.4f}", unigram_), o_.run_dir,
+                  last_checkpoint_.empty() ? "none" : last_checkpoint_));
   if (!sum.message.empty()) log(sum.message);
   return sum;
 }
@@ -436,7 +443,9 @@ TrainSummary Loop::run() {
 }  // namespace
 
 TrainSummary train(const Config& config, const TrainOptions& options) {
-  Loop loop(config, options);
+  Config resolved = config;
+  resolve_data_settings(resolved);  // the vocabulary follows the data
+  Loop loop(resolved, options);
   return loop.run();
 }
 

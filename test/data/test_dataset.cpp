@@ -1,0 +1,72 @@
+// A config's vocabulary follows its data (dataset.h): model.vocab_size: auto
+// takes prepare.json's, an explicit size must hold the data's ids, and llm.c's
+// shards (no manifest) stay GPT-2's.
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include "data_support.h"
+#include "prism/config/config.h"
+#include "prism/data/dataset.h"
+#include "prism/data/prepare.h"
+#include "prism/data/tokenizer.h"
+#include "prism/error.h"
+
+using namespace prism;
+using namespace prism::test;
+
+namespace {
+
+Config config_for(const std::string& data_dir, const std::string& model_extra = "") {
+  const std::string yaml = fmt::format("model: {{preset: test-tiny{}}}\ndata: {{dir: '{}'}}\n", model_extra, data_dir);
+  return parse_config(YAML::Load(yaml), "test");
+}
+
+}  // namespace
+
+TEST_CASE("dataset: vocab_size auto follows prepare.json; explicit sizes must hold the data's ids", "[data][config]") {
+  TempDir dir("prism-dataset");
+  std::string text;
+  for (int i = 0; i < 400; ++i) text += fmt::format("Line {} of a small corpus, with words that repeat. ", i);
+  std::filesystem::create_directories(dir.file("in"));
+  write_file(dir.file("in/a.txt"), text);
+  write_file(dir.file("in/b.txt"), text + "More.");
+  PrepareOptions o;
+  o.inputs = {dir.file("in")};
+  o.output = dir.file("data");
+  o.train_vocab = 300;
+  o.val_tokens = 500;
+  const auto s = prepare_corpus(o);
+  REQUIRE(s.vocab_size == 300);
+
+  Config c = config_for(o.output);
+  CHECK(c.model.vocab_from_data);
+  CHECK_THAT(to_yaml(c), Catch::Contains("vocab_size: auto"));
+  resolve_data_settings(c);
+  CHECK(c.model.vocab_size == 300);
+  CHECK_FALSE(c.model.vocab_from_data);
+  CHECK(c.data.vocab == s.vocab);
+  CHECK(vocab_path_for(c) == s.vocab);
+  CHECK(open_tokenizer(c).vocab_size() == 300);
+  // The resolved config says so, and reads back the same.
+  const Config again = parse_config(YAML::Load(to_yaml(c)), "again");
+  CHECK(again.model.vocab_size == 300);
+  CHECK(again.data.vocab == s.vocab);
+  CHECK(describe_data(o.output).unigram_val_loss == Approx(s.unigram_val_loss));
+
+  Config padded = config_for(o.output, ", vocab_size: 512");
+  resolve_data_settings(padded);
+  CHECK(padded.model.vocab_size == 512);  // more ids than the data's is fine (padding)
+  Config small = config_for(o.output, ", vocab_size: 200");
+  CHECK_THROWS_WITH(resolve_data_settings(small), Catch::Contains("smaller than the data's vocabulary of 300") &&
+                                                      Catch::Contains("auto"));
+
+  // No manifest (llm.c's shards): the preset's vocabulary and GPT-2's tokenizer file.
+  Config plain = config_for(dir.file("llmc"));
+  resolve_data_settings(plain);
+  CHECK(plain.model.vocab_size == 512);  // test-tiny's
+  CHECK(plain.data.vocab.empty());
+  CHECK(vocab_path_for(plain) == default_vocab_path());
+  // A tokenizer with more ids than the model is refused, naming the fix.
+  plain.data.vocab = vocab_path();
+  CHECK_THROWS_WITH(open_tokenizer(plain), Catch::Contains("50257 ids") && Catch::Contains("512"));
+}
