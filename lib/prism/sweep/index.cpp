@@ -12,8 +12,8 @@
 #include <map>
 #include <sstream>
 
+#include "prism/atomic_file.h"
 #include "prism/error.h"
-#include "prism/store/safetensors.h"
 #include "prism/sweep/run_result.h"
 #include "prism/sweep/sweep_dir.h"
 

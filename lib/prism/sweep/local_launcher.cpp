@@ -17,8 +17,8 @@
 #include <memory>
 #include <thread>
 
+#include "prism/atomic_file.h"
 #include "prism/error.h"
-#include "prism/store/safetensors.h"
 #include "prism/sweep/run_result.h"
 #include "prism/sweep/sweep_dir.h"
 
