@@ -318,7 +318,7 @@ std::vector<Candidate> expand_point(const std::string& path, const std::string& 
 }
 
 // Trials in grid order (the schedule axis in its place), numbered, names made unique.
-void add_trials(std::vector<Candidate> candidates, SweepPlan& plan) {
+void order_trials(std::vector<Candidate> candidates, SweepPlan& plan) {
   std::stable_sort(candidates.begin(), candidates.end(),
                    [](const Candidate& a, const Candidate& b) { return a.order < b.order; });
   std::map<std::string, int> seen;
@@ -381,7 +381,7 @@ SweepPlan plan_sweep(const std::string& path, const std::vector<std::string>& ov
     const GridPoint point = grid_point(space.other_axes, points[p], p, cli, labels);
     for (auto& c : expand_point(path, base.source, space, point, plan.settings.baseline)) candidates.push_back(std::move(c));
   }
-  add_trials(std::move(candidates), plan);
+  order_trials(std::move(candidates), plan);
   if (plan.settings.halving.enabled) check_halving_budgets(plan);
   return plan;
 }
