@@ -93,7 +93,7 @@ TEST_CASE("result file: h5py reads the dtypes and values that were written", "[s
   CHECK_THAT(r.output, Catch::Contains("empty/loss <f8 (0,) []"));
 }
 
-TEST_CASE("result file: a rewrite replaces the file whole; a failed one keeps the old", "[store][result_file]") {
+TEST_CASE("result file: a rewrite replaces the file whole, and a failed one keeps the old", "[store][result_file]") {
   TempDir dir("prism-result-file");
   const std::string path = dir.file("index.h5");
   write_result_file(path, every_type());
