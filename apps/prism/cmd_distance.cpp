@@ -13,7 +13,7 @@
 #include "prism/data/loader.h"
 #include "prism/error.h"
 #include "prism/store/run_reader.h"
-#include "prism/train/checkpoint.h"
+#include "prism/store/checkpoint_reader.h"
 
 namespace fs = std::filesystem;
 

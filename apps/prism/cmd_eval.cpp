@@ -12,8 +12,8 @@
 #include "prism/data/tokenizer.h"
 #include "prism/error.h"
 #include "prism/eval/evaluate.h"
-#include "prism/store/safetensors.h"
-#include "prism/train/checkpoint.h"
+#include "prism/atomic_file.h"
+#include "prism/store/checkpoint_reader.h"
 #include "support_paths.h"
 
 namespace prism::cli {

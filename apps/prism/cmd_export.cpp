@@ -6,7 +6,7 @@
 #include "cli.h"
 #include "prism/analysis/export.h"
 #include "prism/error.h"
-#include "prism/store/safetensors.h"
+#include "prism/atomic_file.h"
 
 namespace prism::cli {
 namespace {

@@ -8,7 +8,7 @@
 #include "prism/data/tokenizer.h"
 #include "prism/error.h"
 #include "prism/model/sample.h"
-#include "prism/train/checkpoint.h"
+#include "prism/store/checkpoint_reader.h"
 #include "support_paths.h"
 
 #include <filesystem>

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "prism/store/run_store.h"
-#include "prism/train/checkpoint.h"
+#include "prism/store/checkpoint_reader.h"
 
 namespace prism {
 

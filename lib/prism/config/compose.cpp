@@ -21,14 +21,6 @@ namespace prism {
 
 namespace {
 
-std::string join_key(const std::string& a, const std::string& b) { return a.empty() ? b : a + "." + b; }
-
-std::string trim(const std::string& s) {
-  const auto b = s.find_first_not_of(" \t\r");
-  if (b == std::string::npos) return "";
-  return s.substr(b, s.find_last_not_of(" \t\r") - b + 1);
-}
-
 // Paths in messages: relative when under the working directory, else absolute.
 std::string display_path(const fs::path& p) {
   std::error_code ec;
@@ -37,39 +29,6 @@ std::string display_path(const fs::path& p) {
   const fs::path rel = abs.lexically_relative(cwd);
   if (!rel.empty() && *rel.begin() != "..") return rel.string();
   return abs.string();
-}
-
-std::string mark_of(const std::string& file, const YAML::Node& n) {
-  const auto m = n.Mark();
-  if (m.is_null() || m.line < 0) return file;
-  return fmt::format("{}:{}", file, m.line + 1);
-}
-
-void forget(KeyOrigins* o, const std::string& path) {
-  if (!o) return;
-  if (path.empty()) {
-    o->clear();
-    return;
-  }
-  o->erase(path);
-  const std::string prefix = path + ".";
-  for (auto it = o->lower_bound(prefix); it != o->end() && it->first.compare(0, prefix.size(), prefix) == 0;)
-    it = o->erase(it);
-}
-
-void remember(KeyOrigins* o, const std::string& path, const YAML::Node& n, const std::string& where) {
-  if (!o) return;
-  if (!path.empty()) (*o)[path] = where;
-  if (n.IsMap())
-    for (const auto& kv : n) remember(o, join_key(path, kv.first.Scalar()), kv.second, where);
-}
-
-// Like remember(), but each key gets its own line in `file`.
-void remember_file(KeyOrigins* o, const std::string& path, const YAML::Node& n, const std::string& file) {
-  if (!o) return;
-  if (!path.empty()) (*o)[path] = mark_of(file, n);
-  if (n.IsMap())
-    for (const auto& kv : n) remember_file(o, join_key(path, kv.first.Scalar()), kv.second, file);
 }
 
 // Deep merge: mappings merge key by key; anything else replaces what was there.
@@ -83,29 +42,10 @@ void merge_into(YAML::Node dst, const YAML::Node& src, const std::string& path, 
       merge_into(existing, kv.second, kp, o, file);
       continue;
     }
-    forget(o, kp);
+    forget_origins(o, kp);
     dst[key] = YAML::Clone(kv.second);
-    remember_file(o, kp, kv.second, file);
+    remember_file_origins(o, kp, kv.second, file);
   }
-}
-
-// The mapping at `parts[0..n)` under root, created where absent.
-YAML::Node ensure_map_path(YAML::Node root, const std::vector<std::string>& parts, size_t n,
-                           const std::function<Error(const std::string&)>& fail) {
-  YAML::Node cur = root;
-  std::string path;
-  for (size_t i = 0; i < n; ++i) {
-    path = join_key(path, parts[i]);
-    YAML::Node next = cur[parts[i]];
-    if (!next.IsDefined() || next.IsNull()) {
-      cur[parts[i]] = YAML::Node(YAML::NodeType::Map);
-      next.reset(cur[parts[i]]);
-    } else if (!next.IsMap()) {
-      throw fail(fmt::format("'{}' is {}, not a mapping", path, describe_yaml(next)));
-    }
-    cur.reset(next);  // rebinding; `cur = next` would overwrite cur's node
-  }
-  return cur;
 }
 
 std::string package_header(const std::string& file) {
@@ -128,8 +68,6 @@ std::vector<std::string> yaml_stems(const fs::path& dir) {
   std::sort(out.begin(), out.end());
   return out;
 }
-
-std::string override_where(const Override& o) { return fmt::format("{} override '{}'", o.source, o.text); }
 
 // --- the defaults list -------------------------------------------------------
 
@@ -171,13 +109,13 @@ class Composer {
       const bool force_add = o.op == Override::Op::ForceSet && !used_.count(o.key);
       if (o.op != Override::Op::Add && !force_add) continue;
       if (o.op == Override::Op::Add && chosen_.count(o.key))
-        throw Error(fmt::format("config group '{}' is already chosen (at {})", o.key, chosen_[o.key]), override_where(o),
+        throw Error(fmt::format("config group '{}' is already chosen (at {})", o.key, chosen_[o.key]), o.where(),
                     fmt::format("change the choice with {}={} (without '+')", o.key, *o.value));
       Entry e;
       e.kind = Entry::Kind::Group;
       e.group = o.key;
       e.option = *o.value;
-      e.where = override_where(o);
+      e.where = o.where();
       cli_choice_.erase(o.key);
       expand_group(e);
     }
@@ -185,9 +123,9 @@ class Composer {
       if (used_.count(group)) continue;
       if (o->op == Override::Op::Remove)
         throw Error(fmt::format("cannot remove config group '{}': it is not in the defaults list", group),
-                    override_where(*o), "drop the ~ override");
+                    o->where(), "drop the ~ override");
       throw Error(fmt::format("config group '{}' is not in the defaults list of {}", group, out_.source),
-                  override_where(*o), fmt::format("add it with +{}={}", group, o->value.value_or("<option>")));
+                  o->where(), fmt::format("add it with +{}={}", group, o->value.value_or("<option>")));
     }
     for (const auto& [group, where] : file_overrides_)
       if (!used_.count(group))
@@ -397,11 +335,11 @@ class Composer {
       if (o.op == Override::Op::Remove) {
         if (o.value && e.option && *o.value != *e.option)
           throw Error(fmt::format("cannot remove {}={}: the chosen option is {}", e.group, *o.value, *e.option),
-                      override_where(o), fmt::format("write ~{}", e.group));
+                      o.where(), fmt::format("write ~{}", e.group));
         return;
       }
       e.option = *o.value;
-      e.where = override_where(o);
+      e.where = o.where();
     } else if (!e.package && file_override_option_.count(e.group)) {
       used_.insert(e.group);
       e.option = file_override_option_[e.group];
@@ -439,240 +377,7 @@ class Composer {
   int depth_ = 0;
 };
 
-// --- interpolation -------------------------------------------------------------
-
-class Resolver {
- public:
-  Resolver(YAML::Node root, const KeyOrigins* origins) : root_(root), origins_(origins) {}
-
-  void run() { walk(root_, ""); }
-
- private:
-  static bool has_ref(const YAML::Node& n) {
-    return n.IsScalar() && n.Scalar().find("${") != std::string::npos;
-  }
-
-  std::string where(const std::string& path) const {
-    if (origins_) {
-      auto it = origins_->find(path);
-      if (it != origins_->end()) return it->second + " key " + path;
-    }
-    return "key " + path;
-  }
-
-  void walk(YAML::Node node, const std::string& path) {
-    if (node.IsMap()) {
-      for (auto kv : node) {
-        const std::string kp = join_key(path, kv.first.Scalar());
-        if (has_ref(kv.second) && !done_.count(kp)) {
-          node[kv.first.Scalar()] = resolve_scalar(kv.second, kp);
-        } else {
-          walk(kv.second, kp);
-        }
-      }
-    } else if (node.IsSequence()) {
-      for (size_t i = 0; i < node.size(); ++i) {
-        const std::string kp = join_key(path, std::to_string(i));
-        if (has_ref(node[i]) && !done_.count(kp)) node[i] = resolve_scalar(node[i], kp);
-        else walk(node[i], kp);
-      }
-    }
-  }
-
-  // The value of a referenced key, itself resolved first.
-  YAML::Node value_of(const std::string& ref, const std::string& from) {
-    YAML::Node target = lookup_key(root_, ref);
-    if (!target.IsDefined())
-      throw Error(fmt::format("interpolation ${{{}}} names a key that is not set", ref), where(from),
-                  fmt::format("set {} or correct the reference", ref));
-    if (active_.count(ref))
-      throw Error(fmt::format("interpolation ${{{}}} refers back to itself", ref), where(from),
-                  "break the cycle of references");
-    if (has_ref(target) && !done_.count(ref)) {
-      YAML::Node resolved = resolve_scalar(target, ref);
-      target = resolved;  // write back through the handle: resolved once
-      return resolved;
-    }
-    if (target.IsMap() || target.IsSequence()) {
-      active_.insert(ref);
-      walk(target, ref);
-      active_.erase(ref);
-    }
-    return target;
-  }
-
-  YAML::Node resolve_scalar(const YAML::Node& n, const std::string& path) {
-    if (active_.count(path))
-      throw Error(fmt::format("interpolation cycle through {}", path), where(path), "break the cycle of references");
-    active_.insert(path);
-    const std::string text = n.Scalar();
-    std::string out;
-    YAML::Node whole;
-    size_t refs = 0;
-    bool literal_text = false;
-    for (size_t i = 0; i < text.size();) {
-      if (text.compare(i, 3, "\\${") == 0) {
-        out += "${";
-        i += 3;
-        literal_text = true;
-        continue;
-      }
-      if (text.compare(i, 2, "${") == 0) {
-        const auto close = text.find('}', i + 2);
-        if (close == std::string::npos)
-          throw Error(fmt::format("unclosed interpolation in '{}'", text), where(path), "close it with '}'");
-        const std::string ref = trim(text.substr(i + 2, close - i - 2));
-        if (ref.empty() || ref[0] == '.' || ref.find(':') != std::string::npos)
-          throw Error(fmt::format("interpolation ${{{}}} is not an absolute key path", ref), where(path),
-                      "write ${section.key}, e.g. ${train.seq_len}");
-        YAML::Node v = value_of(ref, path);
-        ++refs;
-        if (i == 0 && close + 1 == text.size()) {
-          whole = YAML::Clone(v);
-        } else {
-          if (!v.IsScalar())
-            throw Error(fmt::format("interpolation ${{{}}} inside text must name a single value, got {}", ref,
-                                    describe_yaml(v)),
-                        where(path), fmt::format("use ${{{}}} as the whole value, or refer to one value", ref));
-          out += v.Scalar();
-        }
-        i = close + 1;
-        continue;
-      }
-      out += text[i++];
-    }
-    active_.erase(path);
-    done_.insert(path);
-    if (refs == 1 && whole.IsDefined() && !literal_text && out.empty()) return whole;
-    return YAML::Node(out);
-  }
-
-  YAML::Node root_;
-  const KeyOrigins* origins_;
-  std::set<std::string> active_, done_;
-};
-
 }  // namespace
-
-std::vector<std::string> split_key(const std::string& dotted, const std::string& context) {
-  std::vector<std::string> parts;
-  std::stringstream ss(dotted);
-  for (std::string p; std::getline(ss, p, '.');) parts.push_back(p);
-  if (dotted.empty() || dotted.back() == '.') parts.push_back("");
-  for (const auto& p : parts)
-    if (p.empty())
-      throw Error(fmt::format("'{}' is not a key path (empty key part)", dotted), context,
-                  "write keys as section.key, e.g. train.lr");
-  return parts;
-}
-
-Override parse_override(const std::string& text, const std::string& source) {
-  Override o;
-  o.text = text;
-  o.source = source;
-  auto bad = [&](const std::string& why) {
-    return Error(fmt::format("cannot read override '{}': {}", text, why), source,
-                 "write key.path=value, +key=value (add), ++key=value (add or set), ~key (remove) or group=option");
-  };
-  std::string body = text;
-  if (body.rfind("++", 0) == 0) {
-    o.op = Override::Op::ForceSet;
-    body = body.substr(2);
-  } else if (body.rfind("+", 0) == 0) {
-    o.op = Override::Op::Add;
-    body = body.substr(1);
-  } else if (body.rfind("~", 0) == 0) {
-    o.op = Override::Op::Remove;
-    body = body.substr(1);
-  }
-  const auto eq = body.find('=');
-  o.key = trim(body.substr(0, eq));
-  if (o.key.empty()) throw bad("no key");
-  if (eq != std::string::npos) o.value = body.substr(eq + 1);
-  if (o.op != Override::Op::Remove && !o.value) throw bad("no '=value'");
-  for (char c : o.key)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' || c == '/'))
-      throw bad(fmt::format("'{}' is not a key path", o.key));
-  split_key(o.key, source);
-  if (o.value) {
-    try {
-      YAML::Load(*o.value);
-    } catch (const YAML::Exception& e) {
-      throw bad(fmt::format("the value is not YAML ({})", e.msg));
-    }
-  }
-  return o;
-}
-
-std::vector<Override> parse_overrides(const std::vector<std::string>& texts, const std::string& source) {
-  std::vector<Override> out;
-  for (const auto& t : texts) out.push_back(parse_override(t, source));
-  return out;
-}
-
-YAML::Node lookup_key(const YAML::Node& root, const std::string& dotted) {
-  const YAML::Node absent(YAML::NodeType::Undefined);
-  std::vector<std::string> parts;
-  std::stringstream ss(dotted);
-  for (std::string p; std::getline(ss, p, '.');) parts.push_back(p);
-  YAML::Node cur = root;
-  for (const auto& p : parts) {
-    if (cur.IsMap()) {
-      const YAML::Node& c = cur;
-      YAML::Node next = c[p];
-      if (!next.IsDefined()) return absent;
-      cur.reset(next);
-    } else if (cur.IsSequence()) {
-      size_t i = 0;
-      try {
-        i = std::stoul(p);
-      } catch (const std::logic_error&) {
-        return absent;
-      }
-      if (i >= cur.size()) return absent;
-      YAML::Node next = cur[i];
-      cur.reset(next);
-    } else {
-      return absent;
-    }
-  }
-  return cur;
-}
-
-void apply_key_override(YAML::Node& root, const Override& o, KeyOrigins* origins) {
-  const std::string where = override_where(o);
-  auto fail = [&](const std::string& why) {
-    return Error(fmt::format("cannot apply override '{}': {}", o.text, why), o.source,
-                 "check the key path (dotted, e.g. train.lr) against the config (--print-config shows it)");
-  };
-  if (!root || !root.IsMap()) root = YAML::Node(YAML::NodeType::Map);
-  const auto parts = split_key(o.key, o.source);
-  YAML::Node existing = lookup_key(root, o.key);
-  const bool present = existing.IsDefined() && !existing.IsNull();
-  if (o.op == Override::Op::Remove) {
-    if (!present)
-      throw Error(fmt::format("cannot remove '{}': it is not set", o.key), where, "drop the ~ override");
-    if (o.value && YAML::Dump(existing) != YAML::Dump(YAML::Load(*o.value)))
-      throw Error(fmt::format("cannot remove {}={}: its value is {}", o.key, *o.value, YAML::Dump(existing)), where,
-                  fmt::format("write ~{} to remove whatever it holds", o.key));
-    YAML::Node parent = parts.size() == 1 ? root : lookup_key(root, o.key.substr(0, o.key.rfind('.')));
-    parent.remove(parts.back());
-    forget(origins, o.key);
-    return;
-  }
-  if (o.op == Override::Op::Add && present) {
-    const std::string from = origins && origins->count(o.key) ? origins->at(o.key) : "the config";
-    throw Error(fmt::format("cannot add '{}': it is already set (by {})", o.key, from), where,
-                fmt::format("change it with {}={} (without '+')", o.key, *o.value));
-  }
-  YAML::Node parent = ensure_map_path(root, parts, parts.size() - 1, fail);
-  YAML::Node value = YAML::Load(*o.value);
-  forget(origins, o.key);
-  parent[parts.back()] = value;
-  remember(origins, o.key, value, where);
-}
-
-void resolve_interpolations(YAML::Node& root, const KeyOrigins* origins) { Resolver(root, origins).run(); }
 
 std::vector<std::string> config_search_path(const std::string& path, const ComposeOptions& options) {
   std::vector<std::string> roots;

@@ -4,10 +4,10 @@
 #include <fmt/ranges.h>
 
 #include <fstream>
-#include <sstream>
 
 #include "prism/attention/backend.h"
 #include "prism/config/compose.h"
+#include "prism/config/schedule_section.h"
 #include "prism/error.h"
 
 namespace prism {
@@ -57,95 +57,16 @@ ModelConfig parse_model_section(ConfigNode n) {
   return m;
 }
 
-namespace {
-std::vector<Stair> parse_staircase(const YAML::Node& n, const ConfigNode& parent) {
-  std::vector<Stair> stairs;
-  auto bad = [&]() {
-    return Error("schedule.staircase must be a list of [head_dim, layers] pairs, or text like \"256:3,128:3,64:6\"",
-                 parent.where("staircase"), "write e.g. staircase: [[256, 3], [128, 3], [64, 6]]");
-  };
-  try {
-    if (n.IsScalar()) {
-      std::stringstream ss(n.Scalar());
-      for (std::string item; std::getline(ss, item, ',');) {
-        auto colon = item.find(':');
-        if (colon == std::string::npos) throw bad();
-        stairs.push_back({std::stoi(item.substr(0, colon)), std::stoi(item.substr(colon + 1))});
-      }
-    } else if (n.IsSequence()) {
-      for (const auto& step : n) {
-        if (!step.IsSequence() || step.size() != 2) throw bad();
-        stairs.push_back({step[0].as<int>(), step[1].as<int>()});
-      }
-    } else {
-      throw bad();
-    }
-  } catch (const YAML::Exception&) {
-    throw bad();
-  } catch (const std::logic_error&) {  // stoi
-    throw bad();
-  }
-  return stairs;
-}
-}  // namespace
-
-HeadSchedule parse_schedule_section(ConfigNode n, const ModelConfig& model, ScheduleRules* rules) {
-  ScheduleRules r;
-  r.strict = n.get<bool>("strict", false);
-  r.block_min = static_cast<int>(n.get_int("block_min", r.block_min, 1, 1024));
-  r.block_max = static_cast<int>(n.get_int("block_max", r.block_max, 1, 1024));
-  r.baseline_share = n.get_real("baseline_share", r.baseline_share, 0.0, 1.0);
-  const int forms = n.has("heads") + n.has("uniform") + n.has("staircase");
-  if (forms > 1) {
-    std::vector<std::string> given;
-    for (const char* f : {"heads", "uniform", "staircase"})
-      if (n.has(f)) given.push_back(fmt::format("schedule.{} (from {})", f, n.origin(f)));
-    throw Error(fmt::format("the schedule is given in more than one form: {}", fmt::join(given, " and ")),
-                n.source() + " key schedule",
-                "keep exactly one form; on the command line, drop the other with e.g. ~schedule.staircase");
-  }
-  HeadSchedule s;
-  const bool has_heads = n.has("heads"), has_uniform = n.has("uniform"), has_stairs = n.has("staircase");
-  YAML::Node heads = n.raw("heads"), uniform = n.raw("uniform"), stairs = n.raw("staircase");
-  try {
-    if (has_heads) {
-      if (heads.IsSequence()) {
-        std::vector<int> v;
-        for (const auto& h : heads) v.push_back(h.as<int>());
-        s = HeadSchedule(v);
-      } else if (heads.IsScalar()) {
-        s = HeadSchedule::parse(heads.Scalar());
-      } else {
-        throw Error("schedule.heads must be a list of head counts", n.where("heads"),
-                    "write e.g. heads: [3,3,3,6,6,6,12,12,12,12,12,12] or heads: 3x3,6x3,12x6");
-      }
-    } else if (has_uniform) {
-      s = HeadSchedule::uniform(model.n_layer, uniform.as<int>());
-    } else if (has_stairs) {
-      s = HeadSchedule::from_staircase(parse_staircase(stairs, n), model.d_model);
-    } else {
-      s = HeadSchedule::uniform(model.n_layer, model.n_head);
-    }
-  } catch (const YAML::Exception&) {
-    throw Error("head counts must be integers", n.source() + " key schedule",
-                "write e.g. heads: [3,3,3,6,6,6,12,12,12,12,12,12]");
-  } catch (const Error& e) {
-    if (e.where().rfind(n.source(), 0) == 0) throw;
-    throw Error(e.what_part(), n.source() + " key schedule (" + e.where() + ")", e.fix());
-  }
-  n.finish();
-  require_valid_schedule(s, model.n_layer, model.d_model, model.n_head, r, n.source() + " key schedule");
-  if (rules) *rules = r;
-  return s;
-}
-
-Config parse_config(const YAML::Node& root, const std::string& source, std::shared_ptr<const KeyOrigins> origins) {
+Config parse_config(const YAML::Node& root, const std::string& source, std::shared_ptr<const KeyOrigins> origins,
+                    const std::optional<HeadSchedule>& schedule) {
   ConfigNode top(root, source, {}, std::move(origins));
   Config c;
   c.source = source;
   c.resolved = YAML::Clone(root);
   c.model = parse_model_section(top.child("model"));
-  c.schedule = parse_schedule_section(top.child("schedule"), c.model, &c.rules);
+  ScheduleSection section = parse_schedule_section(top.child("schedule"), c.model, schedule);
+  c.schedule = std::move(section.schedule);
+  c.rules = section.rules;
   c.schedule_warnings = check_schedule(c.schedule, c.model.n_layer, c.model.d_model, c.model.n_head, c.rules).warnings();
   ConfigNode att = top.child("attention");
   c.attention.backend = att.get_choice("backend", "auto", attention::backend_names());

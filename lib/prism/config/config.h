@@ -4,6 +4,8 @@
 // of range are errors naming the file and the key.
 #include <yaml-cpp/yaml.h>
 
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,16 +41,19 @@ YAML::Node load_yaml_file(const std::string& path);
 void apply_override(YAML::Node& root, const std::string& assignment);
 
 // Parses and validates a whole config. Throws prism::Error naming the key and,
-// with `origins` (from composition), the file that set it.
+// with `origins` (from composition), the file that set it. With `schedule` (a
+// sweep trial's), that schedule stands in for the form the schedule section
+// gives, and is checked against the section's rules (schedule_section.h).
 Config parse_config(const YAML::Node& root, const std::string& source,
-                    std::shared_ptr<const KeyOrigins> origins = nullptr);
+                    std::shared_ptr<const KeyOrigins> origins = nullptr,
+                    const std::optional<HeadSchedule>& schedule = std::nullopt);
 // Composes `path` (its defaults list, then the overrides, then ${...}; see
 // compose.h) and parses the result.
 Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
 
-// The `model:` section (a preset plus per-key changes) and the `schedule:` section.
+// The `model:` section: a preset plus per-key changes. (The `schedule:` section
+// is schedule_section.h's.)
 ModelConfig parse_model_section(ConfigNode node);
-HeadSchedule parse_schedule_section(ConfigNode node, const ModelConfig& model, ScheduleRules* rules);
 
 // The resolved config as YAML text (model expanded, schedule as a list).
 std::string to_yaml(const Config& c);

@@ -3,12 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <optional>
 #include <queue>
 
+#include "prism/atomic_file.h"
 #include "prism/data/pretokenize.h"
 #include "prism/data/tokenizer.h"
 #include "prism/error.h"
@@ -215,19 +213,9 @@ BpeVocabulary train_bpe(const PieceCounts& counts, const BpeTrainOptions& o) {
 }
 
 void write_tiktoken_ranks(const std::string& path, const BpeVocabulary& vocab) {
-  const std::string tmp = path + ".tmp";
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) throw Error(fmt::format("cannot write: {}", std::strerror(errno)), tmp, "check the directory and its permissions");
-  bool ok = true;
-  for (size_t r = 0; r < vocab.tokens.size() && ok; ++r)
-    ok = std::fprintf(f, "%s %zu\n", base64(vocab.tokens[r]).c_str(), r) > 0;
-  ok = std::fflush(f) == 0 && ok;
-  ok = std::fclose(f) == 0 && ok;
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
-    std::remove(tmp.c_str());
-    throw Error("cannot write the vocabulary: " + why, path, "free disk space and check permissions, then run again");
-  }
+  std::string text;
+  for (size_t r = 0; r < vocab.tokens.size(); ++r) text += base64(vocab.tokens[r]) + " " + std::to_string(r) + "\n";
+  write_file_atomic(path, text);
 }
 
 }  // namespace prism

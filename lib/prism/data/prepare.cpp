@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "prism/atomic_file.h"
 #include "prism/config/config.h"
 #include "prism/config/config_node.h"
 #include "prism/data/bpe_trainer.h"
@@ -222,12 +223,7 @@ void write_manifest(const fs::path& file, const PrepareOptions& opt, const Prepa
   auto& shards = j["shards"] = nlohmann::json::array();
   for (size_t i = 0; i < s.shards.size(); ++i)
     shards.push_back({{"file", fs::path(s.shards[i]).filename().string()}, {"tokens", shard_tokens[i]}});
-  std::string tmp = file.string() + ".tmp";
-  std::ofstream out(tmp);
-  out << j.dump(2) << "\n";
-  out.close();
-  if (!out) throw Error("cannot write the manifest", tmp, "free disk space and run again");
-  fs::rename(tmp, file);
+  write_file_atomic(file.string(), j.dump(2) + "\n");
 }
 
 // Collects the token stream into shards: the validation shard, then training shards.
@@ -302,9 +298,29 @@ void check_options(const PrepareOptions& opt) {
                 "ask for 258 to 65536 ids (e.g. 2048-8192 for a CPU-sized model)");
 }
 
+// The input as documents in the order they are tokenised.
+struct Corpus {
+  std::vector<std::string> files;
+  std::vector<Document> docs;
+  uint64_t bytes = 0;
+};
+
+Corpus read_corpus(const std::vector<std::string>& files, const PrepareOptions& opt) {
+  Corpus c;
+  c.files = files;
+  for (uint32_t f = 0; f < files.size(); ++f) {
+    MappedText text(files[f]);
+    split_documents(text.text(), f, opt, c.docs);
+  }
+  for (const auto& d : c.docs) c.bytes += d.length;
+  if (c.docs.empty()) throw Error("the input holds no text", files.front(), "give non-empty text files");
+  if (opt.shuffle_seed) seeded_shuffle(c.docs, *opt.shuffle_seed);
+  return c;
+}
+
 // The bytes of document d, read from its file.
-std::string document_text(const std::vector<std::string>& files, const Document& d) {
-  MappedText text(files[d.file]);
+std::string document_text(const Corpus& corpus, const Document& d) {
+  MappedText text(corpus.files[d.file]);
   return std::string(text.text().substr(d.offset, d.length));
 }
 
@@ -313,8 +329,8 @@ std::string document_text(const std::vector<std::string>& files, const Document&
 // hold out a prefix of the stream that surely covers them (by bytes, assuming at most 5 bytes per
 // token), train on the rest, and check with the trained vocabulary that the prefix holds at least
 // val_tokens tokens; otherwise hold out twice as much and train again. Writes the ranks to `path`.
-void train_vocabulary(const std::vector<std::string>& files, const std::vector<Document>& docs,
-                      const PrepareOptions& opt, const std::string& path) {
+void train_vocabulary(const Corpus& corpus, const PrepareOptions& opt, const std::string& path) {
+  const std::vector<Document>& docs = corpus.docs;
   const uint64_t wanted = static_cast<uint64_t>(opt.val_tokens);
   uint64_t hold_bytes = 5 * wanted;
   for (;;) {
@@ -325,7 +341,7 @@ void train_vocabulary(const std::vector<std::string>& files, const std::vector<D
                   opt.inputs.size() == 1 ? opt.inputs[0] : "the inputs",
                   "give more text, lower the validation size (val_tokens) or use a fixed vocabulary (--vocab)");
     PieceCounts counts;
-    for (size_t d = held; d < docs.size(); ++d) counts.add_text(document_text(files, docs[d]));
+    for (size_t d = held; d < docs.size(); ++d) counts.add_text(document_text(corpus, docs[d]));
     BpeTrainOptions bo;
     bo.vocab_size = opt.train_vocab;
     write_tiktoken_ranks(path, train_bpe(counts, bo));
@@ -334,12 +350,137 @@ void train_vocabulary(const std::vector<std::string>& files, const std::vector<D
     std::vector<TokenId> ids;
     for (size_t d = 0; d < held && tokens < wanted; ++d) {
       ids.clear();
-      tok.encode(document_text(files, docs[d]), ids);
+      tok.encode(document_text(corpus, docs[d]), ids);
       tokens += 1 + ids.size();  // EOT, then the document
     }
     if (tokens >= wanted) return;
     hold_bytes *= 2;
   }
+}
+
+// Puts the run's vocabulary at `path`: trained on the training documents, or a copy of the given file
+// (GPT-2's by default), checked first so that a missing or damaged file fails naming the fix.
+void stage_vocabulary(const Corpus& corpus, const PrepareOptions& opt, const fs::path& path) {
+  if (opt.train_vocab > 0) {
+    train_vocabulary(corpus, opt, path.string());
+    return;
+  }
+  const std::string given = opt.vocab.empty() ? default_vocab_path() : opt.vocab;
+  Gpt2Tokenizer check(given);
+  fs::copy_file(given, path, fs::copy_options::overwrite_existing);
+}
+
+// A staging directory inside the output (.prepare-<pid>), removed when done;
+// new shards are written there and replace the old ones only when all are written.
+class Stage {
+ public:
+  explicit Stage(const fs::path& out_dir) : dir_(out_dir / fmt::format(".prepare-{}", ::getpid())) {
+    fs::create_directories(out_dir);
+    remove_stale_stages(out_dir);
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  ~Stage() {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  Stage(const Stage&) = delete;
+  Stage& operator=(const Stage&) = delete;
+  const fs::path& dir() const { return dir_; }
+
+ private:
+  fs::path dir_;
+};
+
+// Documents [first, end) are tokenised together: about kChunkBytes of text, at most kChunkDocs documents.
+size_t chunk_end(const std::vector<Document>& docs, size_t first) {
+  size_t last = first;
+  for (uint64_t bytes = 0; last < docs.size() && (bytes < kChunkBytes || last == first) && last - first < kChunkDocs; ++last)
+    bytes += docs[last].length;
+  return last;
+}
+
+// Tokenises documents [first, last) on `threads` threads: tokens[d - first] is
+// EOT and then document d. The first failure is thrown, naming file and byte.
+void tokenize_chunk(const Corpus& corpus, size_t first, size_t last, const Gpt2Tokenizer& tok, int threads,
+                    std::vector<std::vector<TokenId>>& tokens) {
+  std::map<uint32_t, std::unique_ptr<MappedText>> mapped;  // the files of this chunk
+  for (size_t d = first; d < last; ++d)
+    if (!mapped.count(corpus.docs[d].file))
+      mapped.emplace(corpus.docs[d].file, std::make_unique<MappedText>(corpus.files[corpus.docs[d].file]));
+  tokens.assign(last - first, {});
+  std::atomic<size_t> next{first};
+  std::mutex failure_mutex;
+  std::optional<Error> failure;
+  auto work = [&] {
+    for (size_t d; (d = next++) < last;) {
+      const Document& doc = corpus.docs[d];
+      const std::string_view text = mapped.at(doc.file)->text().substr(doc.offset, doc.length);
+      auto& ids = tokens[d - first];
+      ids.reserve(text.size() / 3 + 2);
+      ids.push_back(tok.eot());
+      try {
+        tok.encode(text, ids);
+      } catch (const Error& e) {
+        std::lock_guard<std::mutex> lock(failure_mutex);
+        size_t bad = utf8_error_offset(text);
+        if (!failure && bad != std::string_view::npos) {
+          failure = Error(fmt::format("not valid UTF-8 at byte {}", doc.offset + bad), corpus.files[doc.file],
+                          "convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8) or leave it out");
+        } else if (!failure) {
+          failure = Error(e.what_part(), corpus.files[doc.file], e.fix());
+        }
+        next = last;
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads && t < static_cast<int>(last - first); ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  if (failure) throw *failure;
+}
+
+// Tokenises the whole corpus into `shards`, chunk by chunk, reporting progress after each.
+PrepareProgress tokenize_corpus(const Corpus& corpus, const Gpt2Tokenizer& tok, int threads, ShardAssembler& shards,
+                                const PrepareOptions& opt, Clock::time_point start) {
+  PrepareProgress progress;
+  progress.bytes_total = corpus.bytes;
+  std::vector<std::vector<TokenId>> tokens;
+  for (size_t first = 0; first < corpus.docs.size();) {
+    const size_t last = chunk_end(corpus.docs, first);
+    tokenize_chunk(corpus, first, last, tok, threads, tokens);
+    for (size_t d = first; d < last; ++d) {
+      for (TokenId t : tokens[d - first]) shards.add(t);
+      progress.bytes_done += corpus.docs[d].length;
+      progress.tokens += tokens[d - first].size();
+    }
+    progress.documents = last;
+    progress.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    if (opt.progress) opt.progress(progress);
+    first = last;
+  }
+  return progress;
+}
+
+// Moves the staged shards over the old names and removes old shards the new set
+// does not have; returns the new paths. The caller drops the manifest first and
+// writes it last (no manifest = not a finished preparation).
+std::vector<std::string> swap_in(const fs::path& out_dir, const std::vector<std::string>& staged) {
+  std::vector<std::string> paths, names;
+  for (const auto& f : staged) {
+    fs::path dst = out_dir / fs::path(f).filename();
+    fs::rename(f, dst);
+    paths.push_back(dst.string());
+    names.push_back(dst.filename().string());
+  }
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(out_dir)) {
+    const std::string fn = e.path().filename().string();
+    if (e.is_regular_file() && e.path().extension() == ".bin" && std::find(names.begin(), names.end(), fn) == names.end())
+      fs::remove(e.path(), ec);
+  }
+  return paths;
 }
 
 }  // namespace
@@ -351,100 +492,18 @@ PrepareSummary prepare_corpus(const PrepareOptions& opt) {
   if (holds_preparation(out_dir) && !opt.force)
     throw Error("the output directory already holds prepared shards", opt.output,
                 "pass --force to replace them, or choose another --output");
-
   const auto files = text_files(opt.inputs, opt.fetch_hint);
-  std::vector<Document> docs;
-  uint64_t total_bytes = 0;
-  for (uint32_t f = 0; f < files.size(); ++f) {
-    MappedText text(files[f]);
-    split_documents(text.text(), f, opt, docs);
-  }
-  for (const auto& d : docs) total_bytes += d.length;
-  if (docs.empty()) throw Error("the input holds no text", files.front(), "give non-empty text files");
-  if (opt.shuffle_seed) seeded_shuffle(docs, *opt.shuffle_seed);
+  const Corpus corpus = read_corpus(files, opt);
 
-  // New shards go to a staging directory inside the output, and replace the old ones only when all are written.
-  fs::create_directories(out_dir);
-  remove_stale_stages(out_dir);
-  const fs::path stage = out_dir / fmt::format(".prepare-{}", ::getpid());
-  fs::remove_all(stage);
-  fs::create_directories(stage);
-  struct StageCleanup {
-    fs::path p;
-    ~StageCleanup() {
-      std::error_code ec;
-      fs::remove_all(p, ec);
-    }
-  } cleanup{stage};
-
+  const Stage stage(out_dir);
   // The vocabulary goes with the shards: trained here, or a copy of the file given.
-  const fs::path stage_vocab = stage / "vocab.tiktoken";
-  if (opt.train_vocab > 0) {
-    train_vocabulary(files, docs, opt, stage_vocab.string());
-  } else {
-    const std::string given = opt.vocab.empty() ? default_vocab_path() : opt.vocab;
-    Gpt2Tokenizer check(given);  // a missing or damaged file fails here, naming the fix
-    fs::copy_file(given, stage_vocab, fs::copy_options::overwrite_existing);
-  }
-  Gpt2Tokenizer tok(stage_vocab.string());
-
+  const fs::path stage_vocab = stage.dir() / "vocab.tiktoken";
+  stage_vocabulary(corpus, opt, stage_vocab);
+  const Gpt2Tokenizer tok(stage_vocab.string());
   const std::string name = opt.name.empty() ? out_dir.filename().string() : opt.name;
-  ShardAssembler shards(stage, name.empty() ? "corpus" : name, opt.val_tokens, opt.shard_tokens, tok.vocab_size());
+  ShardAssembler shards(stage.dir(), name.empty() ? "corpus" : name, opt.val_tokens, opt.shard_tokens, tok.vocab_size());
   const int threads = opt.threads > 0 ? opt.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  PrepareProgress progress;
-  progress.bytes_total = total_bytes;
-  std::vector<std::vector<TokenId>> tokens;
-
-  for (size_t first = 0; first < docs.size();) {
-    size_t last = first;
-    for (uint64_t bytes = 0; last < docs.size() && (bytes < kChunkBytes || last == first) && last - first < kChunkDocs; ++last)
-      bytes += docs[last].length;
-    std::map<uint32_t, std::unique_ptr<MappedText>> mapped;  // the files of this chunk
-    for (size_t d = first; d < last; ++d)
-      if (!mapped.count(docs[d].file)) mapped.emplace(docs[d].file, std::make_unique<MappedText>(files[docs[d].file]));
-    auto text_of = [&](const Document& doc) { return mapped.at(doc.file)->text().substr(doc.offset, doc.length); };
-    tokens.assign(last - first, {});
-    std::atomic<size_t> next{first};
-    std::mutex failure_mutex;
-    std::optional<Error> failure;
-    auto work = [&] {
-      for (size_t d; (d = next++) < last;) {
-        const Document& doc = docs[d];
-        const std::string_view text = text_of(doc);
-        auto& ids = tokens[d - first];
-        ids.reserve(text.size() / 3 + 2);
-        ids.push_back(tok.eot());
-        try {
-          tok.encode(text, ids);
-        } catch (const Error& e) {
-          std::lock_guard<std::mutex> lock(failure_mutex);
-          size_t bad = utf8_error_offset(text);
-          if (!failure && bad != std::string_view::npos) {
-            failure = Error(fmt::format("not valid UTF-8 at byte {}", doc.offset + bad), files[doc.file],
-                            "convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8) or leave it out");
-          } else if (!failure) {
-            failure = Error(e.what_part(), files[doc.file], e.fix());
-          }
-          next = last;
-        }
-      }
-    };
-    std::vector<std::thread> pool;
-    for (int t = 1; t < threads && t < static_cast<int>(last - first); ++t) pool.emplace_back(work);
-    work();
-    for (auto& t : pool) t.join();
-    if (failure) throw *failure;
-
-    for (size_t d = first; d < last; ++d) {
-      for (TokenId t : tokens[d - first]) shards.add(t);
-      progress.bytes_done += docs[d].length;
-      progress.tokens += tokens[d - first].size();
-    }
-    progress.documents = last;
-    progress.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    if (opt.progress) opt.progress(progress);
-    first = last;
-  }
+  const PrepareProgress progress = tokenize_corpus(corpus, tok, threads, shards, opt, start);
   if (progress.tokens <= static_cast<uint64_t>(opt.val_tokens))
     throw Error(fmt::format("the text has {} tokens, not more than the {} of the validation shard: nothing is left to "
                             "train on",
@@ -452,34 +511,20 @@ PrepareSummary prepare_corpus(const PrepareOptions& opt) {
                 opt.inputs.size() == 1 ? opt.inputs[0] : "the inputs", "lower --val-tokens or give more text");
   shards.finish();
 
-  // Swap in: drop the old manifest first (no manifest = not a finished preparation), move the new shards
-  // over the old names, remove old shards that the new set does not have, write the manifest last.
   std::error_code ec;
   std::ofstream(out_dir / kSwapMarker).put('\n');
   fs::remove(out_dir / kManifest, ec);
   PrepareSummary s;
   s.output = opt.output;
-  std::vector<std::string> final_names;
-  for (const auto& f : shards.files()) {
-    fs::path dst = out_dir / fs::path(f).filename();
-    fs::rename(f, dst);
-    s.shards.push_back(dst.string());
-    final_names.push_back(dst.filename().string());
-  }
-  for (const auto& e : fs::directory_iterator(out_dir)) {
-    std::string fn = e.path().filename().string();
-    if (e.is_regular_file() && e.path().extension() == ".bin" &&
-        std::find(final_names.begin(), final_names.end(), fn) == final_names.end())
-      fs::remove(e.path(), ec);
-  }
+  s.shards = swap_in(out_dir, shards.files());
   fs::rename(stage_vocab, out_dir / "vocab.tiktoken");
   s.vocab = (out_dir / "vocab.tiktoken").string();
   s.vocab_size = tok.vocab_size();
   s.vocab_trained = opt.train_vocab > 0;
   s.unigram_val_loss = shards.unigram_val_loss();
   s.files = files.size();
-  s.documents = docs.size();
-  s.bytes = total_bytes;
+  s.documents = corpus.docs.size();
+  s.bytes = corpus.bytes;
   s.tokens = progress.tokens;
   s.val_tokens = shards.counts().front();
   s.train_tokens = s.tokens - s.val_tokens;

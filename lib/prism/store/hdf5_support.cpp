@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
+#include <optional>
 #include <vector>
 
 namespace prism::hdf5 {
@@ -75,6 +77,77 @@ std::string read_string_attribute(const H5::H5Object& object, const char* name) 
 
 namespace {
 
+// The file and memory types of an array's elements.
+struct ElementTypes {
+  H5::DataType file, memory;
+};
+
+ElementTypes element_types(ResultArray::Type type) {
+  switch (type) {
+    case ResultArray::Type::Int64: return {H5::PredType::STD_I64LE, H5::PredType::NATIVE_INT64};
+    case ResultArray::Type::Int32: return {H5::PredType::STD_I32LE, H5::PredType::NATIVE_INT64};
+    case ResultArray::Type::UInt64: return {H5::PredType::STD_U64LE, H5::PredType::NATIVE_UINT64};
+    case ResultArray::Type::String: return {utf8_string(), utf8_string()};
+    case ResultArray::Type::Float64: break;
+  }
+  return {H5::PredType::IEEE_F64LE, H5::PredType::NATIVE_DOUBLE};
+}
+
+// The element type of an array read from `ds`: the five that ResultArray writes
+// keep their type, other integers read as Int64 and other floats as Float64;
+// none for anything else (compound, enum, ...), which is not a result array.
+std::optional<ResultArray::Type> array_type(const H5::DataSet& ds) {
+  switch (ds.getTypeClass()) {
+    case H5T_STRING: return ResultArray::Type::String;
+    case H5T_FLOAT: return ResultArray::Type::Float64;
+    case H5T_INTEGER: {
+      const H5::IntType t = ds.getIntType();
+      if (t.getSign() == H5T_SGN_NONE && t.getSize() == 8) return ResultArray::Type::UInt64;
+      if (t.getSign() != H5T_SGN_NONE && t.getSize() == 4) return ResultArray::Type::Int32;
+      return ResultArray::Type::Int64;
+    }
+    default: return std::nullopt;
+  }
+}
+
+std::vector<std::string> read_strings(const H5::DataSet& ds, size_t n) {
+  const H5::StrType type = ds.getStrType();
+  std::vector<std::string> out(n);
+  if (n == 0) return out;
+  if (type.isVariableStr()) {
+    std::vector<char*> raw(n, nullptr);
+    ds.read(raw.data(), type);
+    for (size_t i = 0; i < n; ++i) out[i] = raw[i] ? raw[i] : "";
+    H5::DataSet::vlenReclaim(raw.data(), type, ds.getSpace());
+  } else {
+    const size_t width = type.getSize();
+    std::vector<char> raw(n * width);
+    ds.read(raw.data(), type);
+    for (size_t i = 0; i < n; ++i) out[i].assign(raw.data() + i * width, strnlen(raw.data() + i * width, width));
+  }
+  return out;
+}
+
+template <class T>
+std::vector<T> read_values(const H5::DataSet& ds, size_t n, const H5::PredType& memory) {
+  std::vector<T> out(n);
+  if (n) ds.read(out.data(), memory);
+  return out;
+}
+
+const void* values_of(const ResultArray& a, std::vector<const char*>& text) {
+  switch (a.type) {
+    case ResultArray::Type::Int64:
+    case ResultArray::Type::Int32: return a.integer.data();
+    case ResultArray::Type::UInt64: return a.unsigned_integer.data();
+    case ResultArray::Type::String:
+      for (const auto& s : a.strings) text.push_back(s.c_str());
+      return text.data();
+    case ResultArray::Type::Float64: break;
+  }
+  return a.real.data();
+}
+
 // Creates a dataset at a relative path, opening or creating the subgroups on the way.
 void write_array(H5::Group& g, const std::string& path, const ResultArray& array) {
   if (size_t slash = path.find('/'); slash != std::string::npos) {
@@ -86,12 +159,35 @@ void write_array(H5::Group& g, const std::string& path, const ResultArray& array
   std::vector<hsize_t> dims(array.shape.begin(), array.shape.end());
   H5::DataSpace space = dims.empty() ? H5::DataSpace(H5S_SCALAR)
                                      : H5::DataSpace(static_cast<int>(dims.size()), dims.data());
-  if (array.is_integer) {
-    H5::DataSet ds = g.createDataSet(path, H5::PredType::STD_I64LE, space);
-    if (!array.integer.empty()) ds.write(array.integer.data(), H5::PredType::NATIVE_INT64);
-  } else {
-    H5::DataSet ds = g.createDataSet(path, H5::PredType::IEEE_F64LE, space);
-    if (!array.real.empty()) ds.write(array.real.data(), H5::PredType::NATIVE_DOUBLE);
+  const ElementTypes types = element_types(array.type);
+  H5::DataSet ds = g.createDataSet(path, types.file, space);
+  std::vector<const char*> text;
+  if (array.size() > 0) ds.write(values_of(array, text), types.memory);
+}
+
+void read_array(const H5::DataSet& ds, const std::string& name, ResultGroup& out) {
+  const std::optional<ResultArray::Type> type = array_type(ds);
+  if (!type) return;
+  H5::DataSpace space = ds.getSpace();
+  const int rank = space.getSimpleExtentNdims();
+  std::vector<hsize_t> dims(static_cast<size_t>(rank));
+  if (rank > 0) space.getSimpleExtentDims(dims.data());
+  std::vector<uint64_t> shape(dims.begin(), dims.end());
+  const auto n = static_cast<size_t>(space.getSimpleExtentNpoints());
+  switch (*type) {
+    case ResultArray::Type::String: out.set_strings(name, shape, read_strings(ds, n)); break;
+    case ResultArray::Type::UInt64:
+      out.set_uint64(name, shape, read_values<uint64_t>(ds, n, H5::PredType::NATIVE_UINT64));
+      break;
+    case ResultArray::Type::Int32:
+      out.set_int32(name, shape, read_values<int32_t>(ds, n, H5::PredType::NATIVE_INT32));
+      break;
+    case ResultArray::Type::Int64:
+      out.set_integer(name, shape, read_values<int64_t>(ds, n, H5::PredType::NATIVE_INT64));
+      break;
+    case ResultArray::Type::Float64:
+      out.set_real(name, shape, read_values<double>(ds, n, H5::PredType::NATIVE_DOUBLE));
+      break;
   }
 }
 
@@ -99,28 +195,8 @@ void read_into(const H5::Group& g, const std::string& prefix, ResultGroup& out) 
   for (hsize_t i = 0; i < g.getNumObjs(); ++i) {
     std::string name = g.getObjnameByIdx(i);
     H5O_type_t type = g.childObjType(name);
-    if (type == H5O_TYPE_GROUP) {
-      read_into(g.openGroup(name), prefix + name + "/", out);
-      continue;
-    }
-    if (type != H5O_TYPE_DATASET) continue;
-    H5::DataSet ds = g.openDataSet(name);
-    H5::DataSpace space = ds.getSpace();
-    const int rank = space.getSimpleExtentNdims();
-    std::vector<hsize_t> dims(static_cast<size_t>(rank));
-    if (rank > 0) space.getSimpleExtentDims(dims.data());
-    std::vector<uint64_t> shape(dims.begin(), dims.end());
-    const auto n = static_cast<size_t>(space.getSimpleExtentNpoints());
-    const H5T_class_t cls = ds.getTypeClass();
-    if (cls == H5T_INTEGER) {
-      std::vector<int64_t> v(n);
-      if (n) ds.read(v.data(), H5::PredType::NATIVE_INT64);
-      out.set_integer(prefix + name, shape, std::move(v));
-    } else if (cls == H5T_FLOAT) {
-      std::vector<double> v(n);
-      if (n) ds.read(v.data(), H5::PredType::NATIVE_DOUBLE);
-      out.set_real(prefix + name, shape, std::move(v));
-    }
+    if (type == H5O_TYPE_GROUP) read_into(g.openGroup(name), prefix + name + "/", out);
+    else if (type == H5O_TYPE_DATASET) read_array(g.openDataSet(name), prefix + name, out);
   }
 }
 
@@ -128,6 +204,10 @@ void read_into(const H5::Group& g, const std::string& prefix, ResultGroup& out) 
 
 void write_result_group(H5::Group& parent, const std::string& name, const ResultGroup& group) {
   H5::Group g = parent.createGroup(name);
+  write_result_group_into(g, group);
+}
+
+void write_result_group_into(H5::Group& g, const ResultGroup& group) {
   for (const auto& [path, array] : group.arrays) write_array(g, path, array);
   for (const auto& [key, value] : group.text) write_string_attribute(g, key.c_str(), value);
   for (const auto& [key, value] : group.numbers)

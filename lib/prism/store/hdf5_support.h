@@ -40,6 +40,8 @@ std::string read_string_attribute(const H5::H5Object& object, const char* name);
 // Writes `group` as a new child `name` of `parent` (arrays with '/' in their
 // names create subgroups); the child must not exist yet.
 void write_result_group(H5::Group& parent, const std::string& name, const ResultGroup& group);
+// The same into an existing, empty group (a file's root).
+void write_result_group_into(H5::Group& group, const ResultGroup& contents);
 // Reads every dataset below `group` (as arrays named by relative path) and the
 // group's scalar string and numeric attributes.
 ResultGroup read_result_group(const H5::Group& group);

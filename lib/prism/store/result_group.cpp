@@ -13,30 +13,53 @@ uint64_t ResultArray::size() const {
 }
 
 namespace {
-void check_size(const std::string& name, const std::vector<uint64_t>& shape, size_t n) {
-  uint64_t expected = 1;
-  for (uint64_t d : shape) expected *= d;
-  if (expected != n)
-    throw Error(fmt::format("array '{}' has {} values for shape of {} values", name, n, expected), "result group",
-                "pass as many values as the shape holds");
-}
+
 const char* const kMissingFix = "measure or evaluate first (prism distance / prism eval), or check the file";
+
+ResultArray shaped(const std::string& name, std::vector<uint64_t> shape, size_t n, ResultArray::Type type) {
+  ResultArray a;
+  a.shape = std::move(shape);
+  a.type = type;
+  if (a.size() != n)
+    throw Error(fmt::format("array '{}' has {} values for shape of {} values", name, n, a.size()), "result group",
+                "pass as many values as the shape holds");
+  return a;
+}
+
+void require_numbers(const ResultArray& a, const std::string& name, const std::string& where) {
+  if (a.type == ResultArray::Type::String)
+    throw Error(fmt::format("dataset '{}' holds text, not numbers", name), where, "read it as strings");
+}
+
 }  // namespace
 
 void ResultGroup::set_real(const std::string& name, std::vector<uint64_t> shape, std::vector<double> values) {
-  check_size(name, shape, values.size());
-  ResultArray a;
-  a.shape = std::move(shape);
+  ResultArray a = shaped(name, std::move(shape), values.size(), ResultArray::Type::Float64);
   a.real = std::move(values);
   arrays[name] = std::move(a);
 }
 
 void ResultGroup::set_integer(const std::string& name, std::vector<uint64_t> shape, std::vector<int64_t> values) {
-  check_size(name, shape, values.size());
-  ResultArray a;
-  a.shape = std::move(shape);
+  ResultArray a = shaped(name, std::move(shape), values.size(), ResultArray::Type::Int64);
   a.integer = std::move(values);
-  a.is_integer = true;
+  arrays[name] = std::move(a);
+}
+
+void ResultGroup::set_int32(const std::string& name, std::vector<uint64_t> shape, const std::vector<int32_t>& values) {
+  ResultArray a = shaped(name, std::move(shape), values.size(), ResultArray::Type::Int32);
+  a.integer.assign(values.begin(), values.end());
+  arrays[name] = std::move(a);
+}
+
+void ResultGroup::set_uint64(const std::string& name, std::vector<uint64_t> shape, std::vector<uint64_t> values) {
+  ResultArray a = shaped(name, std::move(shape), values.size(), ResultArray::Type::UInt64);
+  a.unsigned_integer = std::move(values);
+  arrays[name] = std::move(a);
+}
+
+void ResultGroup::set_strings(const std::string& name, std::vector<uint64_t> shape, std::vector<std::string> values) {
+  ResultArray a = shaped(name, std::move(shape), values.size(), ResultArray::Type::String);
+  a.strings = std::move(values);
   arrays[name] = std::move(a);
 }
 
@@ -48,16 +71,28 @@ const ResultArray& ResultGroup::at(const std::string& name, const std::string& w
 
 std::vector<double> ResultGroup::reals(const std::string& name, const std::string& where) const {
   const ResultArray& a = at(name, where);
-  if (!a.is_integer) return a.real;
-  return std::vector<double>(a.integer.begin(), a.integer.end());
+  require_numbers(a, name, where);
+  if (a.type == ResultArray::Type::UInt64) return std::vector<double>(a.unsigned_integer.begin(), a.unsigned_integer.end());
+  if (a.is_integer()) return std::vector<double>(a.integer.begin(), a.integer.end());
+  return a.real;
 }
 
 std::vector<int64_t> ResultGroup::integers(const std::string& name, const std::string& where) const {
   const ResultArray& a = at(name, where);
-  if (a.is_integer) return a.integer;
+  require_numbers(a, name, where);
+  if (a.type == ResultArray::Type::UInt64)
+    return std::vector<int64_t>(a.unsigned_integer.begin(), a.unsigned_integer.end());
+  if (a.is_integer()) return a.integer;
   std::vector<int64_t> out;
   for (double v : a.real) out.push_back(static_cast<int64_t>(v));
   return out;
+}
+
+std::vector<std::string> ResultGroup::strings(const std::string& name, const std::string& where) const {
+  const ResultArray& a = at(name, where);
+  if (a.type != ResultArray::Type::String)
+    throw Error(fmt::format("dataset '{}' holds numbers, not text", name), where, "read it as numbers");
+  return a.strings;
 }
 
 double ResultGroup::number(const std::string& name, const std::string& where) const {

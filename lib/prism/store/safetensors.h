@@ -28,8 +28,4 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
 // Throws prism::Error for a missing, truncated or malformed file.
 Safetensors load_safetensors(const std::string& path);
 
-// Writes `bytes` to `path` atomically (temp file, fsync, rename). Throws
-// prism::Error naming the path and the OS error (e.g. no space left).
-void write_file_atomic(const std::string& path, const std::string& bytes);
-
 }  // namespace prism

@@ -1,6 +1,5 @@
 #include "prism/sweep/index.h"
 
-#include <H5Cpp.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -12,8 +11,9 @@
 #include <map>
 #include <sstream>
 
+#include "prism/atomic_file.h"
 #include "prism/error.h"
-#include "prism/store/safetensors.h"
+#include "prism/store/result_file.h"
 #include "prism/sweep/run_result.h"
 #include "prism/sweep/sweep_dir.h"
 
@@ -42,152 +42,118 @@ std::string number(double v, int decimals = 6) {
   return std::isfinite(v) ? fmt::format("{:.{}f}", v, decimals) : "";
 }
 
-// --- HDF5 columns ------------------------------------------------------------
+// --- sweep.h5 ------------------------------------------------------------------
 
-void write_strings(H5::Group& g, const std::string& name, const std::vector<std::string>& values) {
-  H5::StrType type(H5::PredType::C_S1, H5T_VARIABLE);
-  type.setCset(H5T_CSET_UTF8);
-  hsize_t n = values.size();
-  H5::DataSet ds = g.createDataSet(name, type, H5::DataSpace(1, &n));
-  std::vector<const char*> ptrs;
-  for (const auto& v : values) ptrs.push_back(v.c_str());
-  if (n > 0) ds.write(ptrs.data(), type);
+// Equal-length columns under `group/` of `out`, one value per row of `rows`.
+template <class Row>
+class Columns {
+ public:
+  Columns(ResultGroup& out, std::string group, const std::vector<Row>& rows)
+      : out_(out), group_(std::move(group)), rows_(rows) {}
+  template <class F> void strings(const std::string& name, F value) {
+    out_.set_strings(path(name), {rows_.size()}, collect<std::string>(value));
+  }
+  template <class F> void int32(const std::string& name, F value) {
+    out_.set_int32(path(name), {rows_.size()}, collect<int32_t>(value));
+  }
+  template <class F> void int64(const std::string& name, F value) {
+    out_.set_integer(path(name), {rows_.size()}, collect<int64_t>(value));
+  }
+  template <class F> void uint64(const std::string& name, F value) {
+    out_.set_uint64(path(name), {rows_.size()}, collect<uint64_t>(value));
+  }
+  template <class F> void float64(const std::string& name, F value) {
+    out_.set_real(path(name), {rows_.size()}, collect<double>(value));
+  }
+
+ private:
+  template <class T, class F> std::vector<T> collect(F value) const {
+    std::vector<T> v;
+    v.reserve(rows_.size());
+    for (const Row& r : rows_) v.push_back(static_cast<T>(value(r)));
+    return v;
+  }
+  std::string path(const std::string& name) const { return group_ + "/" + name; }
+  ResultGroup& out_;
+  std::string group_;
+  const std::vector<Row>& rows_;
+};
+
+// /trials: one row per trial, with /trials/param/<key> per grid key and the heads as a matrix.
+void add_trials(ResultGroup& out, const SweepPlan& plan, const std::vector<TrialOutcome>& outcomes) {
+  using O = TrialOutcome;
+  Columns<O> c(out, "trials", outcomes);
+  c.strings("name", [](const O& o) { return o.trial->name; });
+  c.strings("group", [](const O& o) { return o.trial->group; });
+  c.strings("schedule", [](const O& o) { return o.trial->schedule.compact(); });
+  c.strings("status", [](const O& o) { return o.status; });
+  c.strings("message", [](const O& o) { return o.message; });
+  c.strings("run_dir", [](const O& o) { return o.run_dir; });
+  for (const auto& key : param_columns(plan))
+    c.strings("param/" + key, [&](const O& o) { return param_value(*o.trial, key); });
+  c.uint64("seed", [](const O& o) { return o.trial->seed; });
+  c.int32("baseline", [](const O& o) { return o.trial->baseline; });
+  c.int32("rung", [](const O& o) { return o.rung; });
+  c.int32("n_layer", [](const O& o) { return o.trial->schedule.n_layer(); });
+  c.int64("steps", [](const O& o) { return o.steps; });
+  c.int64("tokens", [](const O& o) { return o.tokens; });
+  c.int64("tokens_all_rungs", [](const O& o) { return o.tokens_all; });
+  c.float64("best_val_loss", [](const O& o) { return o.best_val; });
+  c.float64("final_val_loss", [](const O& o) { return o.final_val; });
+  c.float64("wall_s", [](const O& o) { return o.wall_s; });
+  c.float64("wall_s_all_rungs", [](const O& o) { return o.wall_all; });
+  size_t width = 1;  // a sweep of 0-layer models still has a heads column
+  for (const auto& o : outcomes) width = std::max(width, o.trial->schedule.heads().size());
+  std::vector<int32_t> heads(outcomes.size() * width, 0);  // shorter schedules padded with 0
+  for (size_t i = 0; i < outcomes.size(); ++i)
+    std::copy(outcomes[i].trial->schedule.heads().begin(), outcomes[i].trial->schedule.heads().end(),
+              heads.begin() + static_cast<long>(i * width));
+  out.set_int32("trials/heads", {outcomes.size(), width}, heads);
 }
 
-template <class T>
-void write_numbers(H5::Group& g, const std::string& name, const std::vector<T>& values, const H5::PredType& file_type,
-                   const H5::PredType& mem_type) {
-  hsize_t n = values.size();
-  H5::DataSet ds = g.createDataSet(name, file_type, H5::DataSpace(1, &n));
-  if (n > 0) ds.write(values.data(), mem_type);
+// /ranking: the ranked configurations.
+void add_ranking(ResultGroup& out, const std::vector<RankRow>& rows) {
+  using R = RankRow;
+  Columns<R> c(out, "ranking", rows);
+  c.strings("group", [](const R& r) { return r.group; });
+  c.strings("schedule", [](const R& r) { return r.schedule; });
+  c.strings("params", [](const R& r) { return fmt::format("{}", fmt::join(r.params, " ")); });
+  c.int32("seeds_done", [](const R& r) { return r.seeds_done; });
+  c.int32("seeds_total", [](const R& r) { return r.seeds_total; });
+  c.int32("baseline", [](const R& r) { return r.baseline; });
+  c.float64("val_loss_mean", [](const R& r) { return r.mean; });
+  c.float64("val_loss_std", [](const R& r) { return r.std; });
+  c.float64("diff_to_baseline", [](const R& r) { return r.diff_to_baseline; });
 }
 
-void write_string_attr(H5::H5Object& o, const char* name, const std::string& value) {
-  H5::StrType type(H5::PredType::C_S1, H5T_VARIABLE);
-  type.setCset(H5T_CSET_UTF8);
-  o.createAttribute(name, type, H5::DataSpace(H5S_SCALAR)).write(type, value);
+// /halving: every promotion decision, and the rung budgets.
+void add_halving(ResultGroup& out, const SweepPlan& plan, const std::vector<PromotionDecision>& decisions) {
+  using D = PromotionDecision;
+  Columns<D> c(out, "halving", decisions);
+  c.int32("rung", [](const D& d) { return d.rung; });
+  c.int64("steps", [](const D& d) { return d.steps; });
+  c.strings("group", [](const D& d) { return d.group; });
+  c.float64("val_loss", [](const D& d) { return d.val_loss; });
+  c.int32("rank", [](const D& d) { return d.rank; });
+  c.int32("promoted", [](const D& d) { return d.promoted; });
+  c.strings("reason", [](const D& d) { return d.reason; });
+  const auto budgets = rung_budgets(plan.trials.at(0).max_steps, plan.settings.halving);
+  out.set_integer("halving/budgets", {budgets.size()}, budgets);
 }
 
-void write_h5(const SweepPlan& plan, const std::string& path, const std::vector<TrialOutcome>& outcomes,
-              const std::vector<RankRow>& rows, const std::vector<PromotionDecision>& decisions,
-              const std::string& sweep_yaml) {
-  H5::H5File f(path, H5F_ACC_TRUNC);
-  write_string_attr(f, "name", plan.settings.name);
-  write_string_attr(f, "source", plan.source);
-  write_string_attr(f, "sweep", sweep_yaml);
-  write_string_attr(f, "prism_version", PRISM_VERSION);
-
-  H5::Group trials = f.createGroup("trials");
-  std::vector<std::string> name, group, schedule, status, message, run;
-  std::vector<uint64_t> seed;
-  std::vector<int32_t> baseline, rung, n_layer;
-  std::vector<int64_t> steps, tokens, tokens_all;
-  std::vector<double> best, final_val, wall, wall_all;
-  size_t max_l = 0;
-  for (const auto& o : outcomes) max_l = std::max(max_l, o.trial->schedule.heads().size());
-  std::vector<int32_t> heads(outcomes.size() * max_l, 0);
-  for (size_t i = 0; i < outcomes.size(); ++i) {
-    const auto& o = outcomes[i];
-    const Trial& t = *o.trial;
-    name.push_back(t.name);
-    group.push_back(t.group);
-    schedule.push_back(t.schedule.compact());
-    status.push_back(o.status);
-    message.push_back(o.message);
-    run.push_back(o.run_dir);
-    seed.push_back(t.seed);
-    baseline.push_back(t.baseline);
-    rung.push_back(o.rung);
-    n_layer.push_back(t.schedule.n_layer());
-    steps.push_back(o.steps);
-    tokens.push_back(o.tokens);
-    tokens_all.push_back(o.tokens_all);
-    best.push_back(o.best_val);
-    final_val.push_back(o.final_val);
-    wall.push_back(o.wall_s);
-    wall_all.push_back(o.wall_all);
-    for (size_t l = 0; l < t.schedule.heads().size(); ++l) heads[i * max_l + l] = t.schedule.heads()[l];
-  }
-  write_strings(trials, "name", name);
-  write_strings(trials, "group", group);
-  write_strings(trials, "schedule", schedule);
-  write_strings(trials, "status", status);
-  write_strings(trials, "message", message);
-  write_strings(trials, "run_dir", run);
-  if (!param_columns(plan).empty()) trials.createGroup("param");
-  for (const auto& key : param_columns(plan)) {
-    std::vector<std::string> v;
-    for (const auto& o : outcomes) v.push_back(param_value(*o.trial, key));
-    write_strings(trials, "param/" + key, v);
-  }
-  write_numbers(trials, "seed", seed, H5::PredType::STD_U64LE, H5::PredType::NATIVE_UINT64);
-  write_numbers(trials, "baseline", baseline, H5::PredType::STD_I32LE, H5::PredType::NATIVE_INT32);
-  write_numbers(trials, "rung", rung, H5::PredType::STD_I32LE, H5::PredType::NATIVE_INT32);
-  write_numbers(trials, "n_layer", n_layer, H5::PredType::STD_I32LE, H5::PredType::NATIVE_INT32);
-  write_numbers(trials, "steps", steps, H5::PredType::STD_I64LE, H5::PredType::NATIVE_INT64);
-  write_numbers(trials, "tokens", tokens, H5::PredType::STD_I64LE, H5::PredType::NATIVE_INT64);
-  write_numbers(trials, "tokens_all_rungs", tokens_all, H5::PredType::STD_I64LE, H5::PredType::NATIVE_INT64);
-  write_numbers(trials, "best_val_loss", best, H5::PredType::IEEE_F64LE, H5::PredType::NATIVE_DOUBLE);
-  write_numbers(trials, "final_val_loss", final_val, H5::PredType::IEEE_F64LE, H5::PredType::NATIVE_DOUBLE);
-  write_numbers(trials, "wall_s", wall, H5::PredType::IEEE_F64LE, H5::PredType::NATIVE_DOUBLE);
-  write_numbers(trials, "wall_s_all_rungs", wall_all, H5::PredType::IEEE_F64LE, H5::PredType::NATIVE_DOUBLE);
-  {
-    hsize_t dims[2] = {outcomes.size(), std::max<size_t>(max_l, 1)};
-    if (max_l == 0) heads.assign(outcomes.size(), 0);
-    H5::DataSet ds = trials.createDataSet("heads", H5::PredType::STD_I32LE, H5::DataSpace(2, dims));
-    if (!outcomes.empty()) ds.write(heads.data(), H5::PredType::NATIVE_INT32);
-  }
-
-  H5::Group ranking = f.createGroup("ranking");
-  std::vector<std::string> r_group, r_schedule, r_params;
-  std::vector<int32_t> r_done, r_total, r_baseline;
-  std::vector<double> r_mean, r_std, r_diff;
-  for (const auto& r : rows) {
-    r_group.push_back(r.group);
-    r_schedule.push_back(r.schedule);
-    r_params.push_back(fmt::format("{}", fmt::join(r.params, " ")));
-    r_done.push_back(r.seeds_done);
-    r_total.push_back(r.seeds_total);
-    r_baseline.push_back(r.baseline);
-    r_mean.push_back(r.mean);
-    r_std.push_back(r.std);
-    r_diff.push_back(r.diff_to_baseline);
-  }
-  write_strings(ranking, "group", r_group);
-  write_strings(ranking, "schedule", r_schedule);
-  write_strings(ranking, "params", r_params);
-  write_numbers(ranking, "seeds_done", r_done, H5::PredType::STD_I32LE, H5::PredType::NATIVE_INT32);
-  write_numbers(ranking, "seeds_total", r_total, H5::PredType::STD_I32LE, H5::PredType::NATIVE_INT32);
-  write_numbers(ranking, "baseline", r_baseline, H5::PredType::STD_I32LE, H5::PredType::NATIVE_INT32);
-  write_numbers(ranking, "val_loss_mean", r_mean, H5::PredType::IEEE_F64LE, H5::PredType::NATIVE_DOUBLE);
-  write_numbers(ranking, "val_loss_std", r_std, H5::PredType::IEEE_F64LE, H5::PredType::NATIVE_DOUBLE);
-  write_numbers(ranking, "diff_to_baseline", r_diff, H5::PredType::IEEE_F64LE, H5::PredType::NATIVE_DOUBLE);
-
-  if (plan.settings.halving.enabled) {
-    H5::Group h = f.createGroup("halving");
-    std::vector<int32_t> d_rung, d_rank, d_promoted;
-    std::vector<int64_t> d_steps;
-    std::vector<std::string> d_group, d_reason;
-    std::vector<double> d_loss;
-    for (const auto& d : decisions) {
-      d_rung.push_back(d.rung);
-      d_steps.push_back(d.steps);
-      d_group.push_back(d.group);
-      d_loss.push_back(d.val_loss);
-      d_rank.push_back(d.rank);
-      d_promoted.push_back(d.promoted);
-      d_reason.push_back(d.reason);
-    }
-    write_numbers(h, "rung", d_rung, H5::PredType::STD_I32LE, H5::PredType::NATIVE_INT32);
-    write_numbers(h, "steps", d_steps, H5::PredType::STD_I64LE, H5::PredType::NATIVE_INT64);
-    write_strings(h, "group", d_group);
-    write_numbers(h, "val_loss", d_loss, H5::PredType::IEEE_F64LE, H5::PredType::NATIVE_DOUBLE);
-    write_numbers(h, "rank", d_rank, H5::PredType::STD_I32LE, H5::PredType::NATIVE_INT32);
-    write_numbers(h, "promoted", d_promoted, H5::PredType::STD_I32LE, H5::PredType::NATIVE_INT32);
-    write_strings(h, "reason", d_reason);
-    const auto budgets = rung_budgets(plan.trials.at(0).max_steps, plan.settings.halving);
-    write_numbers(h, "budgets", budgets, H5::PredType::STD_I64LE, H5::PredType::NATIVE_INT64);
-  }
+// sweep.h5: the index as h5py reads it (trials, ranking, halving, and the resolved sweep).
+ResultGroup index_file(const SweepPlan& plan, const std::vector<TrialOutcome>& outcomes,
+                       const std::vector<RankRow>& rows, const std::vector<PromotionDecision>& decisions,
+                       const std::string& sweep_yaml) {
+  ResultGroup out;
+  out.text["name"] = plan.settings.name;
+  out.text["source"] = plan.source;
+  out.text["sweep"] = sweep_yaml;
+  out.text["prism_version"] = PRISM_VERSION;
+  add_trials(out, plan, outcomes);
+  add_ranking(out, rows);
+  if (plan.settings.halving.enabled) add_halving(out, plan, decisions);
+  return out;
 }
 
 }  // namespace
@@ -378,17 +344,15 @@ void write_index(const SweepPlan& plan, const std::string& sweep_dir, const std:
         << (d.promoted ? 1 : 0) << "," << csv_field(d.reason) << "\n";
     write_file_atomic((dir / "halving.csv").string(), h.str());
   }
-  const std::string tmp = (dir / ".sweep.h5.tmp").string();
+  std::ifstream in((dir / "sweep.yaml").string());
+  std::stringstream yaml;
+  yaml << in.rdbuf();
   try {
-    std::ifstream in((dir / "sweep.yaml").string());
-    std::stringstream yaml;
-    yaml << in.rdbuf();
-    write_h5(plan, tmp, outcomes, rows, decisions, yaml.str());
-  } catch (const H5::Exception& e) {
-    throw Error(fmt::format("cannot write the sweep index: {}", e.getDetailMsg()), tmp,
-                "check free disk space and permissions; rerun the sweep to rebuild the index");
+    write_result_file((dir / "sweep.h5").string(), index_file(plan, outcomes, rows, decisions, yaml.str()),
+                      "the sweep index");
+  } catch (const Error& e) {
+    throw Error(e.what_part(), e.where(), "check free disk space and permissions; rerun the sweep to rebuild the index");
   }
-  fs::rename(tmp, dir / "sweep.h5");
 }
 
 }  // namespace prism

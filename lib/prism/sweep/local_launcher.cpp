@@ -15,10 +15,11 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <thread>
 
+#include "prism/atomic_file.h"
 #include "prism/error.h"
-#include "prism/store/safetensors.h"
 #include "prism/sweep/run_result.h"
 #include "prism/sweep/sweep_dir.h"
 
@@ -77,6 +78,19 @@ int64_t checkpoint_step(const std::string& ckpt) {
   return digits == std::string::npos ? -1 : std::stoll(name.substr(digits));
 }
 
+// This process's environment with the thread pools of OpenMP and MKL sized to `threads`.
+std::vector<std::string> child_environment(int threads) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) {
+    const std::string kv = *e;
+    if (kv.rfind("OMP_NUM_THREADS=", 0) == 0 || kv.rfind("MKL_NUM_THREADS=", 0) == 0) continue;
+    env.push_back(kv);
+  }
+  env.push_back(fmt::format("OMP_NUM_THREADS={}", threads));
+  env.push_back(fmt::format("MKL_NUM_THREADS={}", threads));
+  return env;
+}
+
 pid_t spawn(const std::string& prism, const std::vector<std::string>& args, const std::string& log_path, int threads,
             bool own_group) {
   std::vector<std::string> argv_s{prism};
@@ -84,14 +98,7 @@ pid_t spawn(const std::string& prism, const std::vector<std::string>& args, cons
   std::vector<char*> argv;
   for (auto& a : argv_s) argv.push_back(a.data());
   argv.push_back(nullptr);
-  std::vector<std::string> env_s;
-  for (char** e = environ; *e; ++e) {
-    const std::string kv = *e;
-    if (kv.rfind("OMP_NUM_THREADS=", 0) == 0 || kv.rfind("MKL_NUM_THREADS=", 0) == 0) continue;
-    env_s.push_back(kv);
-  }
-  env_s.push_back(fmt::format("OMP_NUM_THREADS={}", threads));
-  env_s.push_back(fmt::format("MKL_NUM_THREADS={}", threads));
+  std::vector<std::string> env_s = child_environment(threads);
   std::vector<char*> envp;
   for (auto& e : env_s) envp.push_back(e.data());
   envp.push_back(nullptr);
@@ -131,6 +138,7 @@ pid_t spawn(const std::string& prism, const std::vector<std::string>& args, cons
   return pid;
 }
 
+// One run in progress: its child process, its attempt's record and its lock.
 struct Active {
   const TrialRun* run = nullptr;
   size_t position = 0;
@@ -144,67 +152,96 @@ struct Active {
   std::unique_ptr<SweepLock> lock;
 };
 
-}  // namespace
+// How a run starts: from scratch, from its checkpoint, or over a run that left nothing to resume.
+enum class StartMode { Fresh, Resume, Restart };
 
-std::string self_executable() {
-  std::error_code ec;
-  auto p = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) throw Error("cannot find the prism executable (/proc/self/exe)", "prism sweep", "run prism by its full path");
-  return p.string();
+int exit_code(int wait_status) {
+  return WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : 128 + WTERMSIG(wait_status);
 }
 
-LaunchReport launch_local(const std::vector<TrialRun>& runs, const LaunchOptions& o) {
-  LaunchReport report;
-  const std::string prism = o.prism.empty() ? self_executable() : o.prism;
-  auto log = [&](const std::string& s) {
-    if (o.log) o.log(s);
+// What launch_local does: starts runs up to `jobs` at once, reaps them, stops
+// them at a timeout or a signal, and keeps each run's record and the report.
+class LocalLauncher {
+ public:
+  LocalLauncher(const std::vector<TrialRun>& runs, const LaunchOptions& o)
+      : runs_(runs), o_(o), prism_(o.prism.empty() ? self_executable() : o.prism), jobs_(std::max(1, o.jobs)),
+        width_(static_cast<int>(std::to_string(runs.size()).size())) {}
+
+  LaunchReport run() {
+    while (next_ < runs_.size() || !active_.empty()) {
+      handle_signals();
+      while (!stopping_ && next_ < runs_.size() && static_cast<int>(active_.size()) < jobs_) start(next_++);
+      if (stopping_) next_ = runs_.size();
+      poll();
+      if (!active_.empty() || next_ < runs_.size()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return report_;
+  }
+
+ private:
+  void log(const std::string& s) const {
+    if (o_.log) o_.log(s);
     else std::cout << s << std::endl;
-  };
-  const int jobs = std::max(1, o.jobs);
-  const size_t total = runs.size();
-  const int width = static_cast<int>(std::to_string(total).size());
-  auto tag = [&](size_t pos) { return fmt::format("[{:>{}}/{}]", pos + 1, width, total); };
-
+  }
+  std::string tag(size_t pos) const { return fmt::format("[{:>{}}/{}]", pos + 1, width_, runs_.size()); }
   // A trial with its own process group is signalled as a whole (anything it started goes too).
-  auto group = [&](pid_t pid) { return o.own_process_group ? -pid : pid; };
-  SignalScope signals;
-  int signals_seen = 0;
-  bool stopping = false;
-  std::vector<Active> active;
-  size_t next = 0;
+  pid_t group(pid_t pid) const { return o_.own_process_group ? -pid : pid; }
 
-  auto start = [&](size_t pos) {
-    const TrialRun& run = runs[pos];
-    fs::create_directories(run.dir);
-    RunInspection ins = inspect_run(run.dir);
-    bool resume = false, force = false;
+  // A signal to the launcher stops it: no new runs, and one SIGTERM per signal to the running ones.
+  void handle_signals() {
+    const int seen = g_signals.load();
+    if (seen <= signals_seen_) return;
+    signals_seen_ = seen;
+    if (!stopping_) log("prism sweep: stopping: running trials checkpoint and stop; rerun the sweep to continue");
+    stopping_ = true;
+    report_.stopped = true;
+    if (o_.own_process_group)
+      for (auto& a : active_) kill(-a.pid, SIGTERM);  // one per signal received: the second one is immediate
+  }
+
+  // How the run at `pos` starts, or nothing when it is skipped (logged and counted).
+  std::optional<StartMode> start_mode(size_t pos, const RunInspection& ins) {
+    const TrialRun& run = runs_[pos];
     switch (ins.state) {
       case RunState::Completed:
-        ++report.skipped_completed;
+        ++report_.skipped_completed;
         log(fmt::format("{} skip    {} (completed)", tag(pos), run.label));
-        return;
+        return std::nullopt;
       case RunState::Failed:
-        if (!needs_run(ins, o.retry)) {
-          ++report.skipped_failed;
+        if (!needs_run(ins, o_.retry)) {
+          ++report_.skipped_failed;
           log(fmt::format("{} skip    {} (failed earlier: {}; --retry-failed reruns it)", tag(pos), run.label,
                           ins.record.message.empty() ? "see its train.log" : ins.record.message));
-          return;
+          return std::nullopt;
         }
         if (!ins.trained)
           log(fmt::format("{} retry   {} (it failed before training: {})", tag(pos), run.label,
                           ins.record.message.empty() ? "see its train.log" : ins.record.message));
-        resume = ins.checkpoint.has_value();
-        force = !resume;
-        break;
-      case RunState::Resumable:
-        resume = true;
-        break;
-      case RunState::Restart:
-        force = true;
-        break;
-      case RunState::Pending:
-        break;
+        return ins.checkpoint ? StartMode::Resume : StartMode::Restart;
+      case RunState::Resumable: return StartMode::Resume;
+      case RunState::Restart: return StartMode::Restart;
+      case RunState::Pending: break;
     }
+    return StartMode::Fresh;
+  }
+
+  // The `prism train` arguments of a run; a run that does not resume gets its trial.yaml written.
+  std::vector<std::string> train_command(const TrialRun& run, StartMode mode) const {
+    const std::string threads = fmt::format("train.threads={}", o_.threads);
+    if (mode == StartMode::Resume) return {"train", "--resume", run.dir, threads};
+    const std::string yaml = (fs::path(run.dir) / "trial.yaml").string();
+    write_file_atomic(yaml, run.config);
+    std::vector<std::string> args{"train", yaml, "--out", run.dir, threads};
+    if (mode == StartMode::Restart) args.push_back("--force");
+    return args;
+  }
+
+  void start(size_t pos) {
+    const TrialRun& run = runs_[pos];
+    fs::create_directories(run.dir);
+    const RunInspection ins = inspect_run(run.dir);
+    const std::optional<StartMode> mode = start_mode(pos, ins);
+    if (!mode) return;
     Active a;
     a.run = &run;
     a.position = pos;
@@ -215,16 +252,7 @@ LaunchReport launch_local(const std::vector<TrialRun>& runs, const LaunchOptions
       log(fmt::format("{} skip    {} (another process is running it)", tag(pos), run.label));
       return;
     }
-    std::vector<std::string> args;
-    const std::string threads = fmt::format("train.threads={}", o.threads);
-    if (resume) {
-      args = {"train", "--resume", run.dir, threads};
-    } else {
-      const std::string yaml = (fs::path(run.dir) / "trial.yaml").string();
-      write_file_atomic(yaml, run.config);
-      args = {"train", yaml, "--out", run.dir, threads};
-      if (force) args.push_back("--force");
-    }
+    const std::vector<std::string> args = train_command(run, *mode);
     a.log_path = (fs::path(run.dir) / "train.log").string();
     a.log_offset = fs::exists(a.log_path) ? static_cast<std::streamoff>(fs::file_size(a.log_path)) : 0;
     a.record = ins.record;
@@ -233,97 +261,131 @@ LaunchReport launch_local(const std::vector<TrialRun>& runs, const LaunchOptions
     a.record.attempts += 1;
     a.record.started = now_iso();
     a.record.finished.clear();
-    a.record.threads = o.threads;
+    a.record.threads = o_.threads;
     write_record(run.dir, a.record);
     a.start = Clock::now();
-    a.pid = spawn(prism, args, a.log_path, o.threads, o.own_process_group);
+    a.pid = spawn(prism_, args, a.log_path, o_.threads, o_.own_process_group);
+    const bool resume = *mode == StartMode::Resume;
     log(fmt::format("{} {} {} ({}{} thread{})", tag(pos), resume ? "resume " : "start  ", run.label,
-                    resume ? fmt::format("from step {}, ", checkpoint_step(*ins.checkpoint)) : "", o.threads,
-                    o.threads == 1 ? "" : "s"));
-    active.push_back(std::move(a));
-  };
+                    resume ? fmt::format("from step {}, ", checkpoint_step(*ins.checkpoint)) : "", o_.threads,
+                    o_.threads == 1 ? "" : "s"));
+    active_.push_back(std::move(a));
+  }
 
-  auto finish = [&](Active& a, int wait_status) {
-    const TrialRun& run = *a.run;
-    const int code = WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : 128 + WTERMSIG(wait_status);
-    const double elapsed = seconds(Clock::now() - a.start);
-    RunInspection ins = inspect_run(run.dir);
-    RunRecord& r = a.record;
-    r.exit_code = code;
-    r.wall_s += elapsed;
-    r.finished = now_iso();
-    std::optional<RunResult> result;
-    if (!ins.h5_status.empty() && ins.h5_status != "unreadable") result = read_run_result((fs::path(run.dir) / "run.h5").string());
-    if (code == 0 && ins.h5_status == "completed") {
-      r.status = "completed";
-      ++report.completed;
-      log(fmt::format("{} done    {}  val loss {:.4f} (best {:.4f}), {:.1f} s", tag(a.position), run.label,
-                      result->final_val_loss(), result->best_val_loss(), elapsed));
-    } else if (a.timed_out) {
-      r.status = "failed";
-      r.message = fmt::format("timed out after {:.0f} s (timeout {:.0f} s) at step {}{}", elapsed, o.timeout_s,
-                              result ? result->steps : 0,
-                              ins.checkpoint ? "; its checkpoint is kept and --retry-failed resumes it" : "");
-      ++report.failed;
-      log(fmt::format("{} FAILED  {}: {}", tag(a.position), run.label, r.message));
-    } else if (stopping || code == 130 || code == 128 + SIGTERM || code == 128 + SIGINT ||
-               ins.h5_status == "interrupted") {
-      // We asked it to stop (or someone else did): whatever its exit, its checkpoints decide the resume.
-      r.status = "interrupted";
-      r.message = stopping ? "stopped with the sweep; the next run of the sweep resumes it"
-                           : "stopped by a signal; the next run of the sweep resumes it";
-      ++report.interrupted;
-      log(fmt::format("{} stopped {} at step {} ({})", tag(a.position), run.label, result ? result->steps : 0,
-                      ins.checkpoint ? "checkpoint kept" : "no checkpoint yet"));
-    } else {
-      r.status = "failed";
-      const std::string line = last_error_line(a.log_path, a.log_offset);
-      r.message = WIFSIGNALED(wait_status)
-                      ? fmt::format("crashed (signal {}){}", WTERMSIG(wait_status), line.empty() ? "" : ": " + line)
-                      : fmt::format("exit code {}: {}", code, line.empty() ? "no output" : line);
-      ++report.failed;
-      log(fmt::format("{} FAILED  {}: {} (log: {})", tag(a.position), run.label, r.message, a.log_path));
-    }
-    write_record(run.dir, r);
-    a.lock.reset();
-    if (o.on_finished) o.on_finished(run);
-  };
-
-  while (next < total || !active.empty()) {
-    if (g_signals.load() > signals_seen) {
-      signals_seen = g_signals.load();
-      if (!stopping) log("prism sweep: stopping: running trials checkpoint and stop; rerun the sweep to continue");
-      stopping = true;
-      report.stopped = true;
-      if (o.own_process_group)
-        for (auto& a : active) kill(-a.pid, SIGTERM);  // one per signal received: the second one is immediate
-    }
-    while (!stopping && next < total && static_cast<int>(active.size()) < jobs) start(next++);
-    if (stopping) next = total;
-    for (size_t i = 0; i < active.size();) {
+  // Reaps the runs that ended; asks those past the timeout to stop, and kills them after the grace period.
+  void poll() {
+    for (size_t i = 0; i < active_.size();) {
       int status = 0;
-      const pid_t r = waitpid(active[i].pid, &status, WNOHANG);
-      if (r == active[i].pid) {
-        finish(active[i], status);
-        active.erase(active.begin() + static_cast<long>(i));
+      if (waitpid(active_[i].pid, &status, WNOHANG) == active_[i].pid) {
+        finish(active_[i], status);
+        active_.erase(active_.begin() + static_cast<long>(i));
         continue;
       }
-      Active& a = active[i];
-      if (o.timeout_s > 0 && !a.timed_out && seconds(Clock::now() - a.start) > o.timeout_s) {
-        a.timed_out = true;
-        a.kill_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.grace_s));
-        log(fmt::format("{} timeout {} after {:.0f} s: asking it to checkpoint and stop", tag(a.position), a.run->label,
-                        o.timeout_s));
-        kill(group(a.pid), SIGTERM);
-      } else if (a.timed_out && Clock::now() > a.kill_at) {
-        kill(group(a.pid), SIGKILL);
-        a.kill_at = Clock::now() + std::chrono::hours(1);
-      }
+      enforce_timeout(active_[i]);
       ++i;
     }
-    if (!active.empty() || next < total) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  return report;
+
+  void enforce_timeout(Active& a) {
+    if (o_.timeout_s > 0 && !a.timed_out && seconds(Clock::now() - a.start) > o_.timeout_s) {
+      a.timed_out = true;
+      a.kill_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o_.grace_s));
+      log(fmt::format("{} timeout {} after {:.0f} s: asking it to checkpoint and stop", tag(a.position), a.run->label,
+                      o_.timeout_s));
+      kill(group(a.pid), SIGTERM);
+    } else if (a.timed_out && Clock::now() > a.kill_at) {
+      kill(group(a.pid), SIGKILL);
+      a.kill_at = Clock::now() + std::chrono::hours(1);
+    }
+  }
+
+  // Records how a run ended (trial.json), counts it, and tells on_finished.
+  void finish(Active& a, int wait_status) {
+    const TrialRun& run = *a.run;
+    const int code = exit_code(wait_status);
+    const double elapsed = seconds(Clock::now() - a.start);
+    const RunInspection ins = inspect_run(run.dir);
+    a.record.exit_code = code;
+    a.record.wall_s += elapsed;
+    a.record.finished = now_iso();
+    std::optional<RunResult> result;
+    if (!ins.h5_status.empty() && ins.h5_status != "unreadable")
+      result = read_run_result((fs::path(run.dir) / "run.h5").string());
+    const int64_t steps = result ? result->steps : 0;
+    if (code == 0 && ins.h5_status == "completed") {
+      completed(a, *result, elapsed);
+    } else if (a.timed_out) {
+      timed_out(a, steps, ins.checkpoint.has_value(), elapsed);
+    } else if (stopping_ || code == 130 || code == 128 + SIGTERM || code == 128 + SIGINT ||
+               ins.h5_status == "interrupted") {
+      interrupted(a, steps, ins.checkpoint.has_value());
+    } else {
+      failed(a, wait_status);
+    }
+    write_record(run.dir, a.record);
+    a.lock.reset();
+    if (o_.on_finished) o_.on_finished(run);
+  }
+
+  void completed(Active& a, const RunResult& result, double elapsed) {
+    a.record.status = "completed";
+    ++report_.completed;
+    log(fmt::format("{} done    {}  val loss {:.4f} (best {:.4f}), {:.1f} s", tag(a.position), a.run->label,
+                    result.final_val_loss(), result.best_val_loss(), elapsed));
+  }
+
+  void timed_out(Active& a, int64_t steps, bool has_checkpoint, double elapsed) {
+    a.record.status = "failed";
+    a.record.message = fmt::format("timed out after {:.0f} s (timeout {:.0f} s) at step {}{}", elapsed, o_.timeout_s,
+                                   steps, has_checkpoint ? "; its checkpoint is kept and --retry-failed resumes it" : "");
+    ++report_.failed;
+    log(fmt::format("{} FAILED  {}: {}", tag(a.position), a.run->label, a.record.message));
+  }
+
+  // We asked it to stop (or someone else did): whatever its exit, its checkpoints decide the resume.
+  void interrupted(Active& a, int64_t steps, bool has_checkpoint) {
+    a.record.status = "interrupted";
+    a.record.message = stopping_ ? "stopped with the sweep; the next run of the sweep resumes it"
+                                 : "stopped by a signal; the next run of the sweep resumes it";
+    ++report_.interrupted;
+    log(fmt::format("{} stopped {} at step {} ({})", tag(a.position), a.run->label, steps,
+                    has_checkpoint ? "checkpoint kept" : "no checkpoint yet"));
+  }
+
+  void failed(Active& a, int wait_status) {
+    a.record.status = "failed";
+    const std::string line = last_error_line(a.log_path, a.log_offset);
+    a.record.message = WIFSIGNALED(wait_status)
+                           ? fmt::format("crashed (signal {}){}", WTERMSIG(wait_status), line.empty() ? "" : ": " + line)
+                           : fmt::format("exit code {}: {}", exit_code(wait_status), line.empty() ? "no output" : line);
+    ++report_.failed;
+    log(fmt::format("{} FAILED  {}: {} (log: {})", tag(a.position), a.run->label, a.record.message, a.log_path));
+  }
+
+  const std::vector<TrialRun>& runs_;
+  const LaunchOptions& o_;
+  const std::string prism_;
+  const int jobs_;
+  const int width_;                // digits of the run count, for the [i/n] tags
+  SignalScope signals_;            // counts SIGINT/SIGTERM while the launcher runs
+  int signals_seen_ = 0;
+  bool stopping_ = false;
+  std::vector<Active> active_;
+  size_t next_ = 0;                // the next run to start
+  LaunchReport report_;
+};
+
+}  // namespace
+
+std::string self_executable() {
+  std::error_code ec;
+  auto p = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) throw Error("cannot find the prism executable (/proc/self/exe)", "prism sweep", "run prism by its full path");
+  return p.string();
+}
+
+LaunchReport launch_local(const std::vector<TrialRun>& runs, const LaunchOptions& options) {
+  return LocalLauncher(runs, options).run();
 }
 
 }  // namespace prism

@@ -4,7 +4,7 @@
 // `sweep:`, that names the search space and how to run it:
 //
 //   sweep:
-//     grid:                          # axes; the schedule axis is outermost
+//     grid:                          # axes; the schedule axes expand per grid point
 //       schedule.enumerate: {head_dims: [64], block: [2, 3], baseline_share: 0.5}
 //       schedule.heads: [[1, 1, 4, 4, 4, 4]]   # explicit schedules (any compact form)
 //       train.seed: [0, 1]
@@ -16,8 +16,11 @@
 //     slurm: {partition: cpu, time: "02:00:00", mem: 8G, cpus_per_task: 4}
 //     estimate: {peak_flops: 989e12, mfu: 0.4, device: "1x H100", source: "..."}  # --dry-run cost
 //
-// Every trial's config is composed and validated before anything runs, so a
-// schedule invalid for the model or a bad value fails the whole sweep up front.
+// The schedule axes use the config's schedule grammar (config/schedule_section.h);
+// a trial's schedule stands in for the form its config's `schedule:` section
+// gives, under that section's rules. Every trial's config is composed and
+// validated before anything runs, so a schedule invalid for the model or a bad
+// value fails the whole sweep up front.
 #include <yaml-cpp/yaml.h>
 
 #include <cstdint>

@@ -1,7 +1,8 @@
 #pragma once
 // What a sweep needs from a run's run.h5: its status and validation curve,
-// read without writing (SWMR read mode), so it works on a finished run, on one
-// left by a killed trainer, and while a trainer still writes it.
+// read through the store's RunReader (SWMR read mode, no lock), so it works on
+// a finished run, on one left by a killed trainer, and while a trainer still
+// writes it.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -20,7 +21,7 @@ struct RunResult {
   double final_val_loss() const;
 };
 
-// Throws prism::Error naming the file if it cannot be read.
+// Throws prism::Error naming the file if it is missing or cannot be read.
 RunResult read_run_result(const std::string& run_h5);
 
 }  // namespace prism

@@ -10,8 +10,8 @@
 #include <filesystem>
 #include <iostream>
 
+#include "prism/atomic_file.h"
 #include "prism/error.h"
-#include "prism/store/safetensors.h"
 #include "prism/sweep/local_launcher.h"
 #include "prism/sweep/sweep_dir.h"
 

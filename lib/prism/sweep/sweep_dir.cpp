@@ -17,10 +17,10 @@
 #include <sstream>
 #include <thread>
 
+#include "prism/atomic_file.h"
 #include "prism/error.h"
-#include "prism/store/safetensors.h"
+#include "prism/store/checkpoint_reader.h"
 #include "prism/sweep/run_result.h"
-#include "prism/train/checkpoint.h"
 
 namespace fs = std::filesystem;
 

@@ -4,9 +4,9 @@
 #include <fmt/ranges.h>
 
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "prism/atomic_file.h"
 #include "prism/error.h"
 #include "prism/store/safetensors.h"
 
@@ -15,15 +15,6 @@ namespace fs = std::filesystem;
 namespace prism {
 
 namespace {
-
-const char* kFormat = "prism-gpt-1";
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
 
 torch::optim::AdamWParamState* adam_state(torch::optim::AdamW& opt, const torch::Tensor& p) {
   auto it = opt.state().find(p.unsafeGetTensorImpl());
@@ -48,7 +39,7 @@ std::string save_checkpoint(const std::string& run_dir, GPT& model, torch::optim
     NamedTensors weights;
     for (const auto& p : model->named_parameters()) weights.emplace_back(p.key(), p.value().detach().to(torch::kCPU));
     save_safetensors((dir / "model.safetensors").string(), weights,
-                     {{"format", kFormat}, {"config", config_yaml}, {"heads", heads_text(model->schedule())},
+                     {{"format", kCheckpointFormat}, {"config", config_yaml}, {"heads", heads_text(model->schedule())},
                       {"step", std::to_string(st.step)}, {"prism_version", PRISM_VERSION}});
     // Trainer state.
     NamedTensors state;
@@ -70,11 +61,11 @@ std::string save_checkpoint(const std::string& run_dir, GPT& model, torch::optim
                         {"best_val_step", st.best_val_step},
                         {"world_size", st.world_size},
                         {"adam_step", adam_step}};
-    save_safetensors((dir / "state.safetensors").string(), state, {{"format", kFormat}, {"trainer_state", j.dump()}});
+    save_safetensors((dir / "state.safetensors").string(), state, {{"format", kCheckpointFormat}, {"trainer_state", j.dump()}});
     write_file_atomic((root / "latest").string(), name + "\n");
   } catch (...) {
     // Leave the previous checkpoint in charge; remove the partial one.
-    if (read_text((root / "latest").string()) != name) fs::remove_all(dir, ec);
+    if (latest_checkpoint(run_dir) != dir.string()) fs::remove_all(dir, ec);
     throw;
   }
   // Prune older checkpoints beyond `keep`.
@@ -84,28 +75,6 @@ std::string save_checkpoint(const std::string& run_dir, GPT& model, torch::optim
   std::sort(all.begin(), all.end());
   for (size_t i = 0; i + static_cast<size_t>(std::max(keep, 1)) < all.size(); ++i) fs::remove_all(all[i], ec);
   return dir.string();
-}
-
-std::optional<std::string> latest_checkpoint(const std::string& run_dir) {
-  const fs::path root = fs::path(run_dir) / "checkpoints";
-  std::string name = read_text((root / "latest").string());
-  if (name.empty()) return std::nullopt;
-  fs::path dir = root / name;
-  if (!fs::exists(dir / "model.safetensors") || !fs::exists(dir / "state.safetensors")) return std::nullopt;
-  return dir.string();
-}
-
-void load_weights(GPT& model, const std::string& path) {
-  auto st = load_safetensors(path);
-  torch::NoGradGuard ng;
-  for (auto& p : model->named_parameters()) {
-    const auto& t = st.at(p.key());
-    if (t.sizes() != p.value().sizes())
-      throw Error(fmt::format("tensor '{}' has shape {} in the checkpoint but {} in the model", p.key(),
-                              fmt::join(t.sizes().vec(), "x"), fmt::join(p.value().sizes().vec(), "x")),
-                  path, "load it with the config and schedule it was trained with");
-    p.value().copy_(t);
-  }
 }
 
 void load_checkpoint(const std::string& ckpt_dir, GPT& model, torch::optim::AdamW& opt, TrainerState& st) {
@@ -150,30 +119,6 @@ void load_checkpoint(const std::string& ckpt_dir, GPT& model, torch::optim::Adam
   }
   auto gen = at::detail::getDefaultCPUGenerator();
   gen.set_state(state.at("rng.cpu"));
-}
-
-LoadedModel load_model(const std::string& path) {
-  fs::path p(path);
-  std::string file;
-  if (fs::is_regular_file(p)) {
-    file = p.string();
-  } else if (fs::exists(p / "model.safetensors")) {
-    file = (p / "model.safetensors").string();
-  } else if (auto ckpt = latest_checkpoint(path)) {
-    file = (fs::path(*ckpt) / "model.safetensors").string();
-  } else {
-    throw Error("no checkpoint found", path, "pass a run directory with checkpoints/, a checkpoint directory or a model.safetensors file");
-  }
-  auto meta = load_safetensors(file).metadata;
-  if (meta["format"] != kFormat)
-    throw Error("not a Prism checkpoint (missing format metadata)", file, "pass a model.safetensors written by prism train");
-  LoadedModel lm;
-  lm.path = file;
-  lm.config = parse_config(YAML::Load(meta["config"]), file + " (embedded config)");
-  lm.step = std::stoll(meta["step"]);
-  lm.model = GPT(lm.config.model, lm.config.schedule);
-  load_weights(lm.model, file);
-  return lm;
 }
 
 }  // namespace prism

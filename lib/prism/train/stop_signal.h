@@ -6,6 +6,5 @@ namespace prism {
 void install_stop_handlers();
 bool stop_requested();
 int stop_signal();          // the signal received, 0 if none
-void clear_stop_request();  // for tests
 
 }  // namespace prism

@@ -14,7 +14,7 @@
 #include "prism/model/cost.h"
 #include "prism/model/gpt.h"
 #include "prism/store/run_store.h"
-#include "prism/store/safetensors.h"
+#include "prism/atomic_file.h"
 #include "prism/train/checkpoint.h"
 #include "prism/train/distributed.h"
 #include "prism/train/execution.h"
