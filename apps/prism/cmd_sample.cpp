@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli.h"
+#include "placement_options.h"
 #include "prism/data/tokenizer.h"
 #include "prism/error.h"
 #include "prism/model/sample.h"
@@ -36,7 +37,8 @@ std::string vocab_path() {
 const char* kUsage =
     "CHECKPOINT --prompt TEXT [options]\n\n"
     "CHECKPOINT is a run directory (its newest checkpoint), a checkpoint directory or a\n"
-    "model.safetensors file. Text streams to stdout as it is drawn.\n\n"
+    "model.safetensors file. Text streams to stdout as it is drawn. The model runs on\n"
+    "--device with --backend, whatever back end it trained with.\n\n"
     "example:\n"
     "  prism sample runs/demo --prompt \"It is a truth universally acknowledged\" --tokens 60 --top-k 40";
 
@@ -53,26 +55,31 @@ int run(const std::vector<std::string>& args) {
         ("seed", po::value<uint64_t>()->default_value(0), "random seed")
         ("vocab", po::value<std::string>()->default_value(vocab_path()), "gpt2.tiktoken")
         ("threads", po::value<int>()->default_value(0), "intra-op threads (0: all cores)");
+    add_placement_options(o);
     po::positional_options_description pos;
     pos.add("checkpoint", 1);
     po::variables_map vm;
     if (!parse("sample", kUsage, o, pos, args, vm)) return 0;
     if (!vm.count("checkpoint")) throw Error("no checkpoint given", "prism sample", "pass a run directory, e.g. prism sample runs/demo");
+    const Placement placement = placement_from_options(vm);
     if (int t = vm["threads"].as<int>(); t > 0) torch::set_num_threads(t);
     auto lm = load_model(vm["checkpoint"].as<std::string>());
+    lm.model->to(placement.device);
     Gpt2Tokenizer tok(vm["vocab"].as<std::string>());
     if (lm.config.model.vocab_size != tok.vocab_size())
       throw Error(fmt::format("the model's vocabulary has {} ids, the GPT-2 tokenizer {}", lm.config.model.vocab_size, tok.vocab_size()),
                   lm.path, "sample from a model trained on GPT-2 tokens");
     std::vector<int64_t> prompt;
     for (auto id : tok.encode(vm["prompt"].as<std::string>())) prompt.push_back(id);
-    std::cerr << fmt::format("model {} (step {}), heads {}\n", lm.path, lm.step, lm.config.schedule.compact());
+    std::cerr << fmt::format("model {} (step {}), heads {}, {}\n", lm.path, lm.step, lm.config.schedule.compact(),
+                             placement.describe());
     for (int s = 0; s < vm["samples"].as<int>(); ++s) {
       SampleOptions so;
       so.max_new_tokens = vm["tokens"].as<int64_t>();
       so.temperature = vm["temperature"].as<double>();
       so.top_k = vm["top-k"].as<int64_t>();
       so.seed = vm["seed"].as<uint64_t>() + static_cast<uint64_t>(s);
+      so.backend = placement.backend;
       std::cout << vm["prompt"].as<std::string>();
       // Decode the growing sequence and print what is new, so multi-token UTF-8 characters come out whole.
       std::vector<TokenId> drawn;
