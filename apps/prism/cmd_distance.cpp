@@ -6,7 +6,7 @@
 #include <iostream>
 
 #include "cli.h"
-#include "placement_options.h"
+#include "trained_model_options.h"
 #include "prism/analysis/heldout_distance.h"
 
 namespace prism::cli {
@@ -41,9 +41,8 @@ int run(const std::vector<std::string>& args) {
         ("batch", po::value<int64_t>()->default_value(8), "sequences per batch (the unit of the batch intervals)")
         ("bins", po::value<int64_t>()->default_value(8), "query-position bins")
         ("confidence", po::value<double>()->default_value(0.95), "confidence level of the intervals")
-        ("out", po::value<std::string>(), "write to this HDF5 file instead of the run's run.h5 (one checkpoint)")
-        ("threads", po::value<int>()->default_value(0), "intra-op threads (0: all cores)");
-    add_placement_options(o);
+        ("out", po::value<std::string>(), "write to this HDF5 file instead of the run's run.h5 (one checkpoint)");
+    add_trained_model_options(o);
     po::positional_options_description pos;
     pos.add("checkpoint", -1);
     po::variables_map vm;
@@ -58,8 +57,7 @@ int run(const std::vector<std::string>& args) {
     r.batch = vm["batch"].as<int64_t>();
     r.bins = vm["bins"].as<int64_t>();
     r.confidence = vm["confidence"].as<double>();
-    r.placement = placement_from_options(vm);
-    if (int t = vm["threads"].as<int>(); t > 0) torch::set_num_threads(t);
+    r.placement = apply_trained_model_options(vm);
     r.print = [](const std::string& s) { std::cout << s; };
     r.note = [](const std::string& s) { std::cerr << s; };
     if (::isatty(STDERR_FILENO))

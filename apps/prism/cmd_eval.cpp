@@ -7,11 +7,10 @@
 #include <iostream>
 
 #include "cli.h"
-#include "placement_options.h"
+#include "trained_model_options.h"
 #include "prism/data/tokenizer.h"
 #include "prism/error.h"
 #include "prism/eval/evaluate_checkpoint.h"
-#include "support_paths.h"
 
 namespace prism::cli {
 namespace {
@@ -29,13 +28,6 @@ const char* kUsage =
     "  prism eval runs/prism --task hellaswag --data tasks/hellaswag_val.jsonl\n"
     "  prism eval runs/prism --task piqa --data tasks/valid.jsonl --labels tasks/valid-labels.lst\n"
     "  prism eval runs/prism --task hellaswag --data tasks/hellaswag_val.jsonl --device cuda --backend cuda";
-
-// $PRISM_VOCAB, ./data/cache/gpt2.tiktoken, or the source tree's copy.
-std::string vocab_path() {
-  std::string p = default_vocab_path();
-  if (std::getenv("PRISM_VOCAB") || std::filesystem::exists(p)) return p;
-  return reference_source_dir() + "/data/cache/gpt2.tiktoken";
-}
 
 // Requests done, seconds and ETA: in place on a terminal (at most once a second), else every 10 s.
 std::function<void(int64_t, int64_t)> progress_line(const std::string& task) {
@@ -69,9 +61,8 @@ int run(const std::vector<std::string>& args) {
         ("dump", po::value<std::string>(), "write every choice's tokens and log-likelihood to this JSON file")
         ("out", po::value<std::string>(), "write /eval/<task> to this HDF5 file instead of the run's run.h5")
         ("no-store", po::bool_switch(), "print only; write no HDF5")
-        ("vocab", po::value<std::string>()->default_value(vocab_path()), "gpt2.tiktoken")
-        ("threads", po::value<int>()->default_value(0), "intra-op threads (0: all cores)");
-    add_placement_options(o);
+        ("vocab", po::value<std::string>()->default_value(vocab_path()), "gpt2.tiktoken");
+    add_trained_model_options(o);
     po::positional_options_description pos;
     pos.add("checkpoint", 1);
     po::variables_map vm;
@@ -91,8 +82,7 @@ int run(const std::vector<std::string>& args) {
     if (vm.count("out")) r.out = vm["out"].as<std::string>();
     r.store = !vm["no-store"].as<bool>();
     r.vocab = vm["vocab"].as<std::string>();
-    r.placement = placement_from_options(vm);
-    if (int t = vm["threads"].as<int>(); t > 0) torch::set_num_threads(t);
+    r.placement = apply_trained_model_options(vm);
     r.print = [](const std::string& s) { std::cout << s; };
     r.note = [](const std::string& s) { std::cerr << s; };
     r.progress = progress_line(r.task);

@@ -4,12 +4,11 @@
 #include <iostream>
 
 #include "cli.h"
-#include "placement_options.h"
+#include "trained_model_options.h"
 #include "prism/data/tokenizer.h"
 #include "prism/error.h"
 #include "prism/model/sample.h"
 #include "prism/train/checkpoint.h"
-#include "support_paths.h"
 
 #include <filesystem>
 
@@ -25,13 +24,6 @@ size_t utf8_incomplete_tail(const std::string& s) {
     return need > back ? back : 0;
   }
   return 0;
-}
-
-// $PRISM_VOCAB, ./data/cache/gpt2.tiktoken, or the source tree's copy.
-std::string vocab_path() {
-  std::string p = default_vocab_path();
-  if (std::getenv("PRISM_VOCAB") || std::filesystem::exists(p)) return p;
-  return reference_source_dir() + "/data/cache/gpt2.tiktoken";
 }
 
 const char* kUsage =
@@ -53,16 +45,14 @@ int run(const std::vector<std::string>& args) {
         ("top-k,k", po::value<int64_t>()->default_value(40), "sample among the k most likely tokens (0: all)")
         ("samples", po::value<int>()->default_value(1), "number of samples")
         ("seed", po::value<uint64_t>()->default_value(0), "random seed")
-        ("vocab", po::value<std::string>()->default_value(vocab_path()), "gpt2.tiktoken")
-        ("threads", po::value<int>()->default_value(0), "intra-op threads (0: all cores)");
-    add_placement_options(o);
+        ("vocab", po::value<std::string>()->default_value(vocab_path()), "gpt2.tiktoken");
+    add_trained_model_options(o);
     po::positional_options_description pos;
     pos.add("checkpoint", 1);
     po::variables_map vm;
     if (!parse("sample", kUsage, o, pos, args, vm)) return 0;
     if (!vm.count("checkpoint")) throw Error("no checkpoint given", "prism sample", "pass a run directory, e.g. prism sample runs/demo");
-    const Placement placement = placement_from_options(vm);
-    if (int t = vm["threads"].as<int>(); t > 0) torch::set_num_threads(t);
+    const Placement placement = apply_trained_model_options(vm);
     auto lm = load_model(vm["checkpoint"].as<std::string>());
     lm.model->to(placement.device);
     Gpt2Tokenizer tok(vm["vocab"].as<std::string>());
