@@ -16,7 +16,7 @@
 using namespace prism;
 using namespace prism::test;
 
-TEST_CASE("placement: auto picks the GPU when there is one; bad names and impossible pairs are clear errors",
+TEST_CASE("placement: auto picks the GPU when there is one, and bad names and impossible pairs are clear errors",
           "[model][placement]") {
   const bool gpu = torch::cuda::is_available();
   Placement p = resolve_placement("auto", "auto");

@@ -80,7 +80,7 @@ TEST_CASE("prism train runs to a falling loss and a complete run.h5", "[train][r
   CHECK(fs::exists(f.dir.file("a/config.yaml")));
 }
 
-TEST_CASE("the configured back end trains; distance passes on one without distance output use auto", "[train][run]") {
+TEST_CASE("the configured back end trains, and distance passes on one without distance output use auto", "[train][run]") {
   // attention.backend: sdpa trains on SDPA, which reports no distance: the trainer's
   // distance passes (forward options, not a swapped model setting) run on auto, and
   // training is untouched by them: the same curves as a run on the reference back end.
