@@ -26,10 +26,9 @@ struct TrainResult {
 TrainResult time_training(const ModelConfig& cfg, const HeadSchedule& schedule, const BenchOptions& opt) {
   torch::manual_seed(0);
   const torch::Device dev(torch::kCUDA);
-  GPT model(cfg, schedule);
+  GPT model(cfg, schedule, attention::parse_backend(opt.backend));
   model->to(dev);
   model->train();
-  model->attention_options().backend = attention::parse_backend(opt.backend);
   torch::optim::AdamW adam(model->parameters(),
                            torch::optim::AdamWOptions(6e-4).betas({0.9, 0.95}).weight_decay(0.1));
   const int64_t B = opt.batch, T = cfg.block_size;
@@ -39,7 +38,9 @@ TrainResult time_training(const ModelConfig& cfg, const HeadSchedule& schedule, 
   TrainResult r;
   {  // What `auto` (or the named back end) resolves to for this model's q.
     auto probe = torch::empty({1, 1, 1, cfg.d_model / cfg.n_head}, torch::dtype(torch::kBFloat16).device(dev));
-    r.backend = attention::backend_name(attention::resolve_backend(model->attention_options(), probe));
+    attention::Options o;
+    o.backend = model->attention_backend();
+    r.backend = attention::backend_name(attention::resolve_backend(o, probe));
   }
   float loss_value = 0;
   auto step = [&] {

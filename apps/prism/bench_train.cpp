@@ -50,8 +50,7 @@ Measured time_prism(const ModelConfig& mc, const HeadSchedule& s, const std::str
   tc.dtype = bf16 ? "bf16" : "fp32";
   Execution exec = resolve_execution(tc);
   torch::manual_seed(0);
-  GPT model(mc, s);
-  model->attention_options().backend = attention::parse_backend(backend);
+  GPT model(mc, s, attention::parse_backend(backend));
   auto opt = make_adamw(*model, tc);
   BatchSource next = random_token_batches(mc.vocab_size, B, T, 1);
   Measured m;

@@ -4,12 +4,12 @@
 #include <iostream>
 
 #include "cli.h"
+#include "trained_model_options.h"
 #include "prism/data/dataset.h"
 #include "prism/data/tokenizer.h"
 #include "prism/error.h"
 #include "prism/model/sample.h"
 #include "prism/store/checkpoint_reader.h"
-#include "support_paths.h"
 
 #include <filesystem>
 
@@ -27,17 +27,11 @@ size_t utf8_incomplete_tail(const std::string& s) {
   return 0;
 }
 
-// $PRISM_VOCAB, ./data/cache/gpt2.tiktoken, or the source tree's copy.
-std::string vocab_path() {
-  std::string p = default_vocab_path();
-  if (std::getenv("PRISM_VOCAB") || std::filesystem::exists(p)) return p;
-  return reference_source_dir() + "/data/cache/gpt2.tiktoken";
-}
-
 const char* kUsage =
     "CHECKPOINT --prompt TEXT [options]\n\n"
     "CHECKPOINT is a run directory (its newest checkpoint), a checkpoint directory or a\n"
-    "model.safetensors file. Text streams to stdout as it is drawn.\n\n"
+    "model.safetensors file. Text streams to stdout as it is drawn. The model runs on\n"
+    "--device with --backend, whatever back end it trained with.\n\n"
     "example:\n"
     "  prism sample runs/demo --prompt \"It is a truth universally acknowledged\" --tokens 60 --top-k 40";
 
@@ -52,26 +46,29 @@ int run(const std::vector<std::string>& args) {
         ("top-k,k", po::value<int64_t>()->default_value(40), "sample among the k most likely tokens (0: all)")
         ("samples", po::value<int>()->default_value(1), "number of samples")
         ("seed", po::value<uint64_t>()->default_value(0), "random seed")
-        ("vocab", po::value<std::string>(), "the tokenizer's ranks file (default: the one the model trained with)")
-        ("threads", po::value<int>()->default_value(0), "intra-op threads (0: all cores)");
+        ("vocab", po::value<std::string>(), "the tokenizer's ranks file (default: the one the model trained with)");
+    add_trained_model_options(o);
     po::positional_options_description pos;
     pos.add("checkpoint", 1);
     po::variables_map vm;
     if (!parse("sample", kUsage, o, pos, args, vm)) return 0;
     if (!vm.count("checkpoint")) throw Error("no checkpoint given", "prism sample", "pass a run directory, e.g. prism sample runs/demo");
-    if (int t = vm["threads"].as<int>(); t > 0) torch::set_num_threads(t);
+    const Placement placement = apply_trained_model_options(vm);
     auto lm = load_model(vm["checkpoint"].as<std::string>());
+    lm.model->to(placement.device);
     if (lm.config.data.vocab.empty() && !vm.count("vocab")) lm.config.data.vocab = vocab_path();
     Gpt2Tokenizer tok = open_tokenizer(lm.config, vm.count("vocab") ? vm["vocab"].as<std::string>() : "");
     std::vector<int64_t> prompt;
     for (auto id : tok.encode(vm["prompt"].as<std::string>())) prompt.push_back(id);
-    std::cerr << fmt::format("model {} (step {}), heads {}\n", lm.path, lm.step, lm.config.schedule.compact());
+    std::cerr << fmt::format("model {} (step {}), heads {}, {}\n", lm.path, lm.step, lm.config.schedule.compact(),
+                             placement.describe());
     for (int s = 0; s < vm["samples"].as<int>(); ++s) {
       SampleOptions so;
       so.max_new_tokens = vm["tokens"].as<int64_t>();
       so.temperature = vm["temperature"].as<double>();
       so.top_k = vm["top-k"].as<int64_t>();
       so.seed = vm["seed"].as<uint64_t>() + static_cast<uint64_t>(s);
+      so.backend = placement.backend;
       std::cout << vm["prompt"].as<std::string>();
       // Decode the growing sequence and print what is new, so multi-token UTF-8 characters come out whole.
       std::vector<TokenId> drawn;

@@ -22,11 +22,11 @@ namespace {
 
 // A test-tiny model (heads [2, 4]) whose attention is far from uniform: the
 // query/key projections are scaled up so the softmax is peaked.
-GPT sharp_model(uint64_t seed) {
+GPT sharp_model(uint64_t seed, attention::Backend backend = attention::Backend::Auto) {
   torch::manual_seed(seed);
   ModelConfig cfg = model_preset("test-tiny");
   cfg.block_size = 48;
-  GPT m(cfg, HeadSchedule({2, 4}));
+  GPT m(cfg, HeadSchedule({2, 4}), backend);
   torch::NoGradGuard ng;
   for (size_t l = 0; l < m->h->size(); ++l) m->h[l]->as<Block>()->attn->c_attn->weight.mul_(12.0);
   m->eval();
@@ -92,14 +92,24 @@ TEST_CASE("distance: the reference back end computes sum_j p_ij (i - j) of the e
   CHECK(d.select(2, 0).abs().max().item<double>() == 0.0);  // query 0 sees only itself
 }
 
-TEST_CASE("distance: the blocks-only pass gives GPT::forward's distances", "[analysis][distance]") {
+TEST_CASE("distance: the measurement is the model's own distance-only forward pass", "[analysis][distance]") {
+  TempDir dir("prism-distance");
   GPT m = sharp_model(1);
-  auto idx = torch::randint(0, 512, {3, 40}, torch::kLong);
+  TokenLoader loader = held_out(dir.path(), 3, 40);
+  MeasureOptions mo;
+  mo.batches = 1;
+  DistanceProfile p = measure_distance(m, loader, mo);
   torch::NoGradGuard ng;
-  auto full = m->forward(idx, {}, true).distance;
-  auto ours = layer_distances(m, idx);
-  REQUIRE(ours.size() == full.size());
-  for (size_t l = 0; l < ours.size(); ++l) CHECK(torch::equal(ours[l], full[l]));
+  ForwardOptions with_distance;
+  with_distance.want_distance = true;
+  auto full = m->forward(held_out(dir.path(), 3, 40).next().first, {}, with_distance).distance;
+  REQUIRE(p.by_batch.size() == 1);
+  REQUIRE(full.size() == p.by_batch[0].size());
+  for (size_t l = 0; l < full.size(); ++l) {
+    auto mean = full[l].to(torch::kDouble).mean({0, 2});
+    for (int64_t k = 0; k < mean.size(0); ++k) CHECK(p.by_batch[0][l][size_t(k)] == mean[k].item<double>());
+  }
+  CHECK(p.backend == backends_label(m->resolved_backends(40, ForwardOptions::distance_only())));
 }
 
 TEST_CASE("distance: fused telemetry and explicit probabilities give the same profile", "[analysis][distance]") {
@@ -108,9 +118,9 @@ TEST_CASE("distance: fused telemetry and explicit probabilities give the same pr
   TempDir dir("prism-distance");
   GPT m = sharp_model(2);
   auto profile = [&](attention::Backend backend) {
-    m->attention_options().backend = backend;
     TokenLoader loader = held_out(dir.path(), 4, 48);
     MeasureOptions mo;
+    mo.backend = backend;
     mo.batches = 3;
     mo.bins = 6;
     return measure_distance(m, loader, mo);
@@ -124,14 +134,13 @@ TEST_CASE("distance: fused telemetry and explicit probabilities give the same pr
   CHECK(max_abs_diff(ref.by_position, fast.by_position) < 1e-4);
   // Peaked attention: per query far from uniform attention's i / 2.
   torch::NoGradGuard ng;
-  auto d = layer_distances(m, held_out(dir.path(), 1, 48).next().first);
+  auto d = m->forward(held_out(dir.path(), 1, 48).next().first, {}, ForwardOptions::distance_only()).distance;
   CHECK((d[1][0] - torch::arange(48) / 2.0).abs().max().item<double>() > 5.0);
 }
 
 TEST_CASE("distance: measured profile equals per-batch, per-head and per-bin means computed directly", "[analysis][distance]") {
   TempDir dir("prism-distance");
-  GPT m = sharp_model(4);
-  m->attention_options().backend = attention::Backend::Reference;
+  GPT m = sharp_model(4, attention::Backend::Reference);  // the model's own back end, as attention.backend sets it
   TokenLoader loader = held_out(dir.path(), 2, 30);
   MeasureOptions mo;
   mo.batches = 4;
@@ -146,7 +155,9 @@ TEST_CASE("distance: measured profile equals per-batch, per-head and per-bin mea
   for (int l = 0; l < 2; ++l) sums[size_t(l)].assign(size_t(p.heads[size_t(l)]), std::vector<double>(4, 0.0));
   for (int64_t b = 0; b < 4; ++b) {
     torch::NoGradGuard ng;
-    auto d = m->forward(again.next().first, {}, true).distance;
+    ForwardOptions with_distance;
+    with_distance.want_distance = true;
+    auto d = m->forward(again.next().first, {}, with_distance).distance;
     for (size_t l = 0; l < 2; ++l)
       for (int64_t k = 0; k < d[l].size(1); ++k) {
         CHECK(p.by_batch[size_t(b)][l][size_t(k)] ==

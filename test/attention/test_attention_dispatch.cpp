@@ -96,8 +96,7 @@ TEST_CASE("a small model trains to the same losses with every back end", "[atten
   auto targets = torch::randint(0, cfg.vocab_size, {4, cfg.block_size}, torch::kLong);
   auto train = [&](Backend b) {
     torch::manual_seed(22);
-    GPT model(cfg, schedule);
-    model->attention_options().backend = b;
+    GPT model(cfg, schedule, b);
     torch::optim::AdamW opt(model->parameters(), torch::optim::AdamWOptions(3e-3).weight_decay(0.1));
     std::vector<double> losses;
     for (int step = 0; step < 6; ++step) {

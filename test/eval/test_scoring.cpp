@@ -7,8 +7,10 @@
 
 #include "data/data_support.h"
 #include "prism/error.h"
+#include "prism/eval/evaluate.h"
 #include "prism/eval/loglikelihood.h"
 #include "prism/eval/metrics.h"
+#include "support.h"
 
 using namespace prism;
 
@@ -94,6 +96,38 @@ TEST_CASE("scoring: batched log-likelihoods equal one full forward pass per requ
   // A continuation longer than the context window cannot be scored.
   std::vector<int64_t> long_cont(17, 5);
   CHECK_THROWS_WITH(score_requests(m, {{{1}, long_cont}}), Catch::Contains("longer context"));
+}
+
+TEST_CASE("scoring: many requests per forward pass give the unbatched acc and acc_norm on every task", "[eval][scoring]") {
+  GPT m = small_model();
+  Gpt2Tokenizer tok(prism::test::vocab_path());
+  struct File {
+    Task task;
+    std::string path, labels;
+  };
+  for (const auto& f : {File{Task::HellaSwag, "test/fixtures/hellaswag.jsonl", ""},
+                        File{Task::Piqa, "test/fixtures/piqa.jsonl", "test/fixtures/piqa-labels.lst"},
+                        File{Task::ArcEasy, "test/fixtures/arc_easy.jsonl", ""},
+                        File{Task::WinoGrande, "test/fixtures/winogrande.jsonl", ""}}) {
+    INFO(task_name(f.task));
+    TaskReadOptions ro;
+    if (!f.labels.empty()) ro.labels_path = prism::test::source_path(f.labels);
+    const auto items = read_task(f.task, prism::test::source_path(f.path), ro).items;
+    REQUIRE(items.size() >= 4);
+    ScoreOptions one, many;
+    one.batch_tokens = 1;           // one request per forward pass
+    many.batch_tokens = 1 << 20;    // every request of the task in one padded batch
+    TaskEvaluation a = evaluate_task(m, tok, f.task, items, one);
+    TaskEvaluation b = evaluate_task(m, tok, f.task, items, many);
+    CHECK(a.accuracy.pred == b.accuracy.pred);
+    CHECK(a.accuracy.pred_norm == b.accuracy.pred_norm);
+    CHECK(a.accuracy.acc == b.accuracy.acc);
+    CHECK(a.accuracy.acc_norm == b.accuracy.acc_norm);
+    CHECK(a.accuracy.n == b.accuracy.n);
+    for (size_t i = 0; i < items.size(); ++i)
+      for (size_t c = 0; c < items[i].choices.size(); ++c)
+        CHECK(a.scores[i][c].loglikelihood == Approx(b.scores[i][c].loglikelihood).margin(1e-4));
+  }
 }
 
 TEST_CASE("scoring: acc picks the first maximum, acc_norm divides by the answer's bytes", "[eval][scoring]") {

@@ -36,10 +36,53 @@ TEST_CASE("each attention layer uses its scheduled head count", "[model]") {
   // W_Q, W_K, W_V, W_O stay d_model x d_model whatever the head count.
   CHECK(a0->c_attn->weight.sizes() == a1->c_attn->weight.sizes());
   CHECK(a0->c_proj->weight.sizes() == torch::IntArrayRef({64, 64}));
-  auto out = m->forward(torch::zeros({1, 5}, torch::kLong), {}, /*want_distance=*/true);
+  ForwardOptions with_distance;
+  with_distance.want_distance = true;
+  auto out = m->forward(torch::zeros({1, 5}, torch::kLong), {}, with_distance);
   REQUIRE(out.distance.size() == 2);
   CHECK(out.distance[0].sizes() == torch::IntArrayRef({1, 2, 5}));
   CHECK(out.distance[1].sizes() == torch::IntArrayRef({1, 4, 5}));
+}
+
+TEST_CASE("per-call options: a call's back end and outputs, the model unchanged by any call", "[model][forward]") {
+  using attention::Backend;
+  torch::manual_seed(4);
+  GPT m(tiny(), HeadSchedule::parse("2,4"), Backend::Sdpa);  // attention.backend: sdpa, which has no distance
+  m->eval();
+  torch::NoGradGuard ng;
+  auto idx = torch::randint(0, 512, {2, 13}, torch::kLong);
+  ForwardOptions plain, reference, with_distance;
+  reference.backend = Backend::Reference;
+  with_distance.want_distance = true;
+  // Calls that name no back end use the model's; a distance pass on sdpa goes to auto.
+  CHECK(m->attention_backend() == Backend::Sdpa);
+  CHECK(m->attention_backend(reference) == Backend::Reference);
+  CHECK(m->attention_backend(with_distance) == Backend::Auto);
+  // (Parenthesised: Catch cannot print a vector of back ends.)
+  CHECK((m->resolved_backends(13, reference) == std::vector<Backend>{Backend::Reference, Backend::Reference}));
+  CHECK((m->resolved_backends(13) == std::vector<Backend>{Backend::Sdpa, Backend::Sdpa}));
+  // A call that fails (sdpa cannot report distance) leaves nothing changed behind it.
+  ForwardOptions sdpa_distance = with_distance;
+  sdpa_distance.backend = Backend::Sdpa;
+  CHECK_THROWS_WITH(m->forward(idx, {}, sdpa_distance), Catch::Contains("cannot report attention distance"));
+  CHECK(m->attention_backend() == Backend::Sdpa);
+  // The same logits whichever back end a call takes (sdpa by default, the reference by request).
+  auto by_default = m->forward(idx, {}, plain).logits;
+  auto by_reference = m->forward(idx, {}, reference).logits;
+  CHECK(torch::allclose(by_default, by_reference, 1e-5, 1e-5));
+  // A distance-only pass: the same distances as the whole forward, and no LM head.
+  auto whole = m->forward(idx, {}, with_distance);
+  auto blocks = m->forward(idx, {}, ForwardOptions::distance_only());
+  CHECK(whole.logits.sizes() == torch::IntArrayRef({2, 13, 512}));
+  CHECK_FALSE(blocks.logits.defined());
+  CHECK_FALSE(blocks.loss.defined());
+  REQUIRE(blocks.distance.size() == whole.distance.size());
+  for (size_t l = 0; l < blocks.distance.size(); ++l) CHECK(torch::equal(blocks.distance[l], whole.distance[l]));
+  auto ref_blocks = m->forward(idx, {}, ForwardOptions::distance_only(Backend::Reference));
+  for (size_t l = 0; l < blocks.distance.size(); ++l)
+    CHECK(torch::allclose(ref_blocks.distance[l], whole.distance[l], 1e-4, 1e-4));
+  // Targets need the LM head.
+  CHECK_THROWS_WITH(m->forward(idx, idx, ForwardOptions::distance_only()), Catch::Contains("without the LM head"));
 }
 
 TEST_CASE("parameter names are nanoGPT's and the LM head is tied", "[model]") {

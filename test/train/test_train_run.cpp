@@ -80,6 +80,32 @@ TEST_CASE("prism train runs to a falling loss and a complete run.h5", "[train][r
   CHECK(fs::exists(f.dir.file("a/config.yaml")));
 }
 
+TEST_CASE("the configured back end trains, and distance passes on one without distance output use auto", "[train][run]") {
+  // attention.backend: sdpa trains on SDPA, which reports no distance: the trainer's
+  // distance passes (forward options, not a swapped model setting) run on auto, and
+  // training is untouched by them: the same curves as a run on the reference back end.
+  Fixture f;
+  for (const char* backend : {"sdpa", "reference"}) {
+    auto r = run_prism(fmt::format("train {} --out {} attention.backend={}", f.config, f.dir.file(backend), backend));
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    CHECK_THAT(r.output, Catch::Contains(fmt::format("attention {} |", backend)));
+  }
+  auto sdpa = read_run(f.dir.file("sdpa/run.h5"))["datasets"];
+  auto ref = read_run(f.dir.file("reference/run.h5"))["datasets"];
+  const auto loss_s = sdpa["train/loss"].get<std::vector<double>>(), loss_r = ref["train/loss"].get<std::vector<double>>();
+  REQUIRE(loss_s.size() == 12);
+  REQUIRE(loss_r.size() == 12);
+  for (size_t i = 0; i < loss_s.size(); ++i) CHECK(loss_s[i] == Approx(loss_r[i]).margin(1e-3));
+  const auto d_s = sdpa["attention/distance"].get<std::vector<std::vector<double>>>();
+  const auto d_r = ref["attention/distance"].get<std::vector<std::vector<double>>>();
+  REQUIRE(d_s.size() == 4);
+  REQUIRE(d_r.size() == 4);
+  CHECK(d_s[0][1] > 0.0);
+  for (size_t k = 0; k < d_s.size(); ++k)
+    for (size_t l = 0; l < 2; ++l) CHECK(d_s[k][l] == Approx(d_r[k][l]).margin(0.05));
+}
+
 TEST_CASE("kill -9 mid-run, then --resume, reproduces the uninterrupted loss curve exactly", "[train][run][resume]") {
   Fixture f;
   // With dropout on, the RNG state must be restored too.

@@ -2,32 +2,13 @@
 
 #include <fmt/format.h>
 
-#include "prism/error.h"
+#include <algorithm>
 
 namespace prism {
 
-std::vector<torch::Tensor> layer_distances(GPT& model, const torch::Tensor& idx) {
-  const int64_t T = idx.size(1);
-  if (T > model->config().block_size)
-    throw Error(fmt::format("sequence length {} exceeds the model's block_size {}", T, model->config().block_size),
-                "--seq-len", "measure on windows of at most model.block_size tokens");
-  // The embedding and blocks of GPTImpl::forward; the LM head, which costs more
-  // than every block at GPT-2's vocabulary, is not needed for distances.
-  auto pos = torch::arange(T, torch::dtype(torch::kLong).device(idx.device()));
-  auto x = model->drop(model->wte(idx) + model->wpe(pos));
-  std::vector<torch::Tensor> out(model->h->size());
-  for (size_t l = 0; l < model->h->size(); ++l)
-    x = model->h[l]->as<Block>()->forward(x, model->attention_options(), &out[l]);
-  return out;
-}
-
-std::string resolved_backends(GPT& model, int64_t seq_len) {
-  const auto& heads = model->schedule().heads();
+std::string backends_label(const std::vector<attention::Backend>& per_layer) {
   std::vector<std::string> names;
-  for (int h : heads) {
-    auto q = torch::empty({1, seq_len, h, model->config().d_model / h});
-    names.push_back(attention::backend_name(attention::resolve_backend(model->attention_options(), q)));
-  }
+  for (auto b : per_layer) names.push_back(attention::backend_name(b));
   bool same = std::all_of(names.begin(), names.end(), [&](const std::string& n) { return n == names[0]; });
   if (same) return names.at(0);
   std::string out;
@@ -51,7 +32,8 @@ DistanceProfile measure_distance(GPT& model, TokenLoader& loader, const MeasureO
   p.seq_len = T;
   p.batch = loader.options().batch;
   p.bin_edges = position_bin_edges(T, options.bins);
-  p.backend = resolved_backends(model, T);
+  const auto pass = ForwardOptions::distance_only(options.backend);
+  p.backend = backends_label(model->resolved_backends(T, pass));
   const int64_t bins = static_cast<int64_t>(p.bin_edges.size()) - 1;
   // Position bins as a (T, bins) 0/1 matrix, so each batch sums queries per bin in one matmul.
   auto device = model->wte->weight.device();
@@ -61,7 +43,7 @@ DistanceProfile measure_distance(GPT& model, TokenLoader& loader, const MeasureO
   std::vector<torch::Tensor> bin_sums(heads.size());  // (h_l, bins)
   for (int64_t i = 0; i < options.batches; ++i) {
     auto idx = loader.next().first.to(device);
-    auto d = layer_distances(model, idx);
+    auto d = model->forward(idx, {}, pass).distance;
     std::vector<std::vector<double>> row;
     for (size_t l = 0; l < d.size(); ++l) {
       auto dl = d[l].to(torch::kDouble);  // (B, h, T)

@@ -66,6 +66,8 @@ std::vector<ContinuationScore> score_requests(GPT& model, const std::vector<Enco
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return rows[a].input.size() > rows[b].input.size(); });
   std::vector<ContinuationScore> out(rows.size());
+  ForwardOptions pass;
+  pass.backend = options.backend;
   int64_t done = 0;
   for (size_t start = 0; start < order.size();) {
     const auto T = static_cast<int64_t>(rows[order[start]].input.size());
@@ -77,13 +79,14 @@ std::vector<ContinuationScore> score_requests(GPT& model, const std::vector<Enco
       const auto& in = rows[order[start + static_cast<size_t>(b)]].input;
       for (size_t t = 0; t < in.size(); ++t) acc[b][static_cast<int64_t>(t)] = in[t];
     }
-    auto logits = model->forward(idx.to(device)).logits;  // (B, T, V)
+    auto logits = model->forward(idx.to(device), {}, pass).logits;  // (B, T, V)
     for (int64_t b = 0; b < B; ++b) {
       const size_t i = order[start + static_cast<size_t>(b)];
       const auto n_in = static_cast<int64_t>(rows[i].input.size());
       const auto n_cont = static_cast<int64_t>(rows[i].targets.size());
-      auto lp = torch::log_softmax(logits[b].slice(0, n_in - n_cont, n_in).to(torch::kFloat), -1).cpu();
-      auto target = torch::tensor(rows[i].targets, torch::kLong);
+      // On the model's device; only the continuation's n_cont numbers come back.
+      auto lp = torch::log_softmax(logits[b].slice(0, n_in - n_cont, n_in).to(torch::kFloat), -1);
+      auto target = torch::tensor(rows[i].targets, torch::kLong).to(device);
       auto picked = lp.gather(1, target.unsqueeze(1)).squeeze(1).to(torch::kDouble);
       out[i].loglikelihood = picked.sum().item<double>();
       out[i].greedy = lp.argmax(1).equal(target);

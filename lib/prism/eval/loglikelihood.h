@@ -10,6 +10,7 @@
 #include <torch/torch.h>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,10 +33,12 @@ struct ContinuationScore {
 
 struct ScoreOptions {
   int64_t batch_tokens = 4096;  // padded tokens per forward pass (the logits are batch_tokens x vocab floats)
+  std::optional<attention::Backend> backend;  // the forward passes' attention back end (unset: the model's)
   std::function<void(int64_t done, int64_t total)> progress;  // requests scored so far
 };
 
-// Scores every request (in any order internally; results in input order).
+// Scores every request on the model's device, many per forward pass (longest
+// first, right-padded), in any order internally; results in input order.
 // Throws prism::Error for a continuation longer than the model's context.
 std::vector<ContinuationScore> score_requests(GPT& model, const std::vector<EncodedRequest>& requests,
                                               const ScoreOptions& options = {});

@@ -71,7 +71,16 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& x, const attention::Option
   return y + mlp(ln_2(y));
 }
 
-GPTImpl::GPTImpl(const ModelConfig& cfg, const HeadSchedule& schedule) : cfg_(cfg), schedule_(schedule) {
+ForwardOptions ForwardOptions::distance_only(std::optional<attention::Backend> backend) {
+  ForwardOptions o;
+  o.backend = backend;
+  o.want_distance = true;
+  o.lm_head = false;
+  return o;
+}
+
+GPTImpl::GPTImpl(const ModelConfig& cfg, const HeadSchedule& schedule, attention::Backend backend)
+    : cfg_(cfg), schedule_(schedule), backend_(backend) {
   validate_model_config(cfg, "model");
   require_valid_schedule(schedule, cfg.n_layer, cfg.d_model, cfg.n_head, ScheduleRules{}, "model schedule");
   wte = register_module("wte", torch::nn::Embedding(cfg.vocab_size, cfg.d_model));
@@ -105,17 +114,40 @@ void GPTImpl::init_weights() {
   }
 }
 
-GPTOutput GPTImpl::forward(const torch::Tensor& idx, const torch::Tensor& targets, bool want_distance) {
+attention::Backend GPTImpl::attention_backend(const ForwardOptions& options) const {
+  if (options.backend) return *options.backend;
+  if (options.want_distance && !attention::supports_distance(backend_)) return attention::Backend::Auto;
+  return backend_;
+}
+
+std::vector<attention::Backend> GPTImpl::resolved_backends(int64_t T, const ForwardOptions& options) const {
+  attention::Options a;
+  a.backend = attention_backend(options);
+  a.want_distance = options.want_distance;
+  const auto like = wte->weight.options();
+  std::vector<attention::Backend> out;
+  for (int h : schedule_.heads())
+    out.push_back(attention::resolve_backend(a, torch::empty({1, T, h, cfg_.d_model / h}, like)));
+  return out;
+}
+
+GPTOutput GPTImpl::forward(const torch::Tensor& idx, const torch::Tensor& targets, const ForwardOptions& options) {
   const int64_t T = idx.size(1);
   if (T > cfg_.block_size)
     throw Error(fmt::format("sequence length {} exceeds the model's block_size {}", T, cfg_.block_size), "model forward",
                 "use a context of at most model.block_size tokens");
+  if (targets.defined() && !options.lm_head)
+    throw Error("targets given to a forward pass without the LM head", "model forward",
+                "pass no targets with ForwardOptions::lm_head off, or leave the LM head on");
+  attention::Options attn;
+  attn.backend = attention_backend(options);
   auto pos = torch::arange(T, torch::dtype(torch::kLong).device(idx.device()));
   auto x = drop(wte(idx) + wpe(pos));
   GPTOutput out;
-  if (want_distance) out.distance.resize(h->size());
+  if (options.want_distance) out.distance.resize(h->size());
   for (size_t l = 0; l < h->size(); ++l)
-    x = h[l]->as<Block>()->forward(x, attn_, want_distance ? &out.distance[l] : nullptr);
+    x = h[l]->as<Block>()->forward(x, attn, options.want_distance ? &out.distance[l] : nullptr);
+  if (!options.lm_head) return out;
   x = ln_f(x);
   if (targets.defined()) {
     // LM head (tied to the token embedding) and loss fused: the (B T x V) logits are never stored.

@@ -4,6 +4,7 @@
 // nanoGPT (wte, wpe, h.N.attn.c_attn, ..., ln_f); they are the checkpoint keys.
 #include <torch/torch.h>
 
+#include <optional>
 #include <vector>
 
 #include "prism/attention/attention.h"
@@ -56,6 +57,19 @@ class BlockImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Block);
 
+// The choices of one forward pass; the defaults are nanoGPT's forward. Passed per
+// call, so nothing about the model changes between calls (or when a call throws).
+struct ForwardOptions {
+  // This call's attention back end; unset: the model's own (see GPTImpl::attention_backend).
+  std::optional<attention::Backend> backend;
+  bool want_distance = false;  // fill GPTOutput::distance
+  bool lm_head = true;         // false: stop after the last block (no ln_f, logits or loss)
+
+  // A pass for attention distances alone: the blocks run, the LM head (more work than
+  // every block at GPT-2's vocabulary) does not.
+  static ForwardOptions distance_only(std::optional<attention::Backend> backend = std::nullopt);
+};
+
 struct GPTOutput {
   torch::Tensor logits;                 // (B, T, V), when no targets were given
   torch::Tensor loss;                   // scalar mean cross-entropy, when targets were given (logits are then
@@ -66,10 +80,20 @@ struct GPTOutput {
 class GPTImpl : public torch::nn::Module {
  public:
   // Throws prism::Error if the schedule breaks a hard rule for this shape.
-  GPTImpl(const ModelConfig& cfg, const HeadSchedule& schedule);
+  // `backend` is the attention back end of calls that name none (attention.backend).
+  GPTImpl(const ModelConfig& cfg, const HeadSchedule& schedule,
+          attention::Backend backend = attention::Backend::Auto);
 
   // idx, targets: (B, T) int64 token ids, T <= block_size; targets < 0 are ignored.
-  GPTOutput forward(const torch::Tensor& idx, const torch::Tensor& targets = {}, bool want_distance = false);
+  // Throws prism::Error for T > block_size, or targets with options.lm_head off.
+  GPTOutput forward(const torch::Tensor& idx, const torch::Tensor& targets = {}, const ForwardOptions& options = {});
+
+  // The back end a call's attention runs on: the call's, else the model's; a
+  // distance pass on a default that cannot report distance (sdpa) goes to auto.
+  attention::Backend attention_backend(const ForwardOptions& options = {}) const;
+  // What that back end resolves to in each layer for (1, T) inputs on the model's
+  // device and dtype (attention::resolve_backend; throws as it does).
+  std::vector<attention::Backend> resolved_backends(int64_t T, const ForwardOptions& options = {}) const;
 
   // nanoGPT's count: every parameter once (the tied LM head shares wte), optionally
   // without the position table.
@@ -77,7 +101,6 @@ class GPTImpl : public torch::nn::Module {
 
   const ModelConfig& config() const { return cfg_; }
   const HeadSchedule& schedule() const { return schedule_; }
-  attention::Options& attention_options() { return attn_; }
 
   torch::nn::Embedding wte{nullptr}, wpe{nullptr};
   torch::nn::Dropout drop{nullptr};
@@ -88,7 +111,7 @@ class GPTImpl : public torch::nn::Module {
   void init_weights();
   ModelConfig cfg_;
   HeadSchedule schedule_;
-  attention::Options attn_;
+  attention::Backend backend_;
 };
 TORCH_MODULE(GPT);
 

@@ -13,11 +13,13 @@ std::vector<int64_t> sample(GPT& model, const std::vector<int64_t>& prompt, cons
   const auto device = model->parameters().front().device();
   std::vector<int64_t> ctx = prompt, out;
   const auto block = static_cast<size_t>(model->config().block_size);
+  ForwardOptions pass;
+  pass.backend = opt.backend;
   for (int64_t i = 0; i < opt.max_new_tokens; ++i) {
     const size_t start = ctx.size() > block ? ctx.size() - block : 0;
     auto idx = torch::tensor(std::vector<int64_t>(ctx.begin() + static_cast<std::ptrdiff_t>(start), ctx.end()),
                              torch::kLong).unsqueeze(0).to(device);
-    auto logits = model->forward(idx).logits.select(1, -1).squeeze(0).to(torch::kCPU).to(torch::kFloat);
+    auto logits = model->forward(idx, {}, pass).logits.select(1, -1).squeeze(0).to(torch::kCPU).to(torch::kFloat);
     int64_t next;
     if (opt.temperature <= 0) {
       next = logits.argmax().item<int64_t>();

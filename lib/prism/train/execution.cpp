@@ -6,7 +6,7 @@
 #include <fstream>
 #include <thread>
 
-#include "prism/error.h"
+#include "prism/model/placement.h"
 
 namespace prism {
 
@@ -26,11 +26,7 @@ std::string Execution::describe() const {
 
 Execution resolve_execution(const TrainConfig& t) {
   Execution e;
-  const bool cuda = torch::cuda::is_available();
-  if (t.device == "cuda" && !cuda)
-    throw Error("train.device is cuda but no CUDA device is available", "train.device",
-                "use train.device: cpu (or auto), or run on a machine with a GPU and a CUDA build of LibTorch");
-  e.device = (t.device == "cuda" || (t.device == "auto" && cuda)) ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
+  e.device = resolve_device(t.device, "train.device");
   int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   e.threads = t.threads > 0 ? t.threads : cores;
   torch::set_num_threads(e.threads);

@@ -89,16 +89,76 @@ RunData open_data(const Config& c, const ProcessGroup& group, int64_t accum) {
   d.val = std::make_unique<TokenLoader>(vo);
   const int64_t per_batch = c.train.batch_size * c.train.seq_len;
   d.val_batches = std::max<int64_t>(1, std::min(d.val->batches_per_epoch(), (c.train.eval_tokens + per_batch - 1) / per_batch));
-  LoaderOptions dq = vo;
-  dq.batch = c.train.distance_batch;
-  TokenLoader dist(dq);
-  d.distance_x = dist.next().first;
+  LoaderOptions dist = vo;
+  dist.batch = c.train.distance_batch;
+  d.distance_x = TokenLoader(dist).next().first;
   return d;
 }
 
+// How one optimizer step's tokens divide among processes and micro-batches. The
+// global batch (train.tokens_per_step) is the same whatever the world size; each
+// rank accumulates its share.
+struct StepShape {
+  int64_t micro_tokens = 0;  // batch_size x seq_len: one forward and backward
+  int64_t accum = 1;         // micro-batches per rank and step
+  int64_t step_tokens = 0;   // tokens of one optimizer step over all ranks
+};
+
+StepShape step_shape(const TrainConfig& t, int world) {
+  StepShape s;
+  s.micro_tokens = t.batch_size * t.seq_len;
+  if (t.tokens_per_step > 0 && t.tokens_per_step % (s.micro_tokens * world) != 0)
+    throw Error(fmt::format("train.tokens_per_step = {} is not a multiple of batch_size x seq_len x processes = {} x {} x {}",
+                            t.tokens_per_step, t.batch_size, t.seq_len, world),
+                "train.tokens_per_step",
+                fmt::format("use a multiple of {}, or a train.batch_size that divides the step among {} processes",
+                            s.micro_tokens * world, world));
+  s.accum = t.tokens_per_step > 0 ? t.tokens_per_step / (s.micro_tokens * world) : 1;
+  s.step_tokens = s.accum * s.micro_tokens * world;
+  return s;
+}
+
+// Runs `setup` on every rank of `group`. A failure on any rank stops all of them
+// here, before a collective could hang on it: the failing rank rethrows its own
+// error, the others say that another rank failed.
+void on_every_rank(ProcessGroup& group, const std::function<void()>& setup) {
+  std::exception_ptr error;
+  try {
+    setup();
+  } catch (...) {
+    error = std::current_exception();
+  }
+  if (!group.any(error != nullptr)) return;
+  if (error) std::rethrow_exception(error);
+  throw Error("another rank failed to start the run", fmt::format("rank {} of {}", group.rank(), group.world_size()),
+              "see rank 0's error (or that of the rank that failed) and fix it");
+}
+
+// With several processes: rank r on cuda:LOCAL_RANK, and an even share of
+// this host's cores when train.threads is 0 ("all cores").
+void place_rank(Execution& exec, const TrainConfig& t) {
+  const DistributedEnv e = read_distributed_env();
+  if (e.world_size == 1) return;
+  if (exec.device.is_cuda()) exec.device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(e.local_rank));
+  if (t.threads == 0) {
+    torch::set_num_threads(std::max(1, exec.threads / std::max(1, e.local_world_size)));
+    exec.threads = torch::get_num_threads();
+  }
+}
+
+// Tokens and seconds since the last progress line, for its tokens/s.
+struct ThroughputWindow {
+  double seconds = 0;
+  int64_t tokens = 0;
+};
+
 class Loop {
  public:
-  Loop(const Config& c, const TrainOptions& o) : c_(c), o_(o) {}
+  Loop(const Config& c, const TrainOptions& o) : c_(c), o_(o) {
+    sum_.run_dir = o.run_dir;
+    sum_.status = "completed";
+    sum_.train_loss = std::nan("");
+  }
 
   TrainSummary run();
 
@@ -109,27 +169,118 @@ class Loop {
     if (o_.log) o_.log(s);
     else std::cout << s << std::endl;
   }
+  void setup();
+  void build();
   void prepare_run_dir();
+  void resume();
+  void create_store();
+  void start_data_parallel();
+  void log_start() const;
+  void train();
+  void log_progress(const StepResult& r, double lr, double dt);
+  void measure(int64_t step, bool force);
   double validate();
   std::vector<std::vector<double>> measure_distance();
+  bool checkpoint_due(bool stop) const;
   void checkpoint();
   void verify_replicas();
+  void end_run(const std::string& status, const std::string& message);
+  void close_store();
+  TrainSummary summarize(double wall_s);
 
   const Config& c_;
   const TrainOptions& o_;
   std::shared_ptr<ProcessGroup> group_ = ProcessGroup::single();
   std::unique_ptr<GradientSync> sync_;  // world size > 1 only
   Execution exec_;
+  StepShape shape_;
   GPT model_{nullptr};
   std::unique_ptr<torch::optim::AdamW> opt_;
   RunData data_;
   std::optional<RunStore> store_;
   TrainerState st_;
   std::string config_yaml_;
-  int64_t accum_ = 1;
   std::string last_checkpoint_;
+  ThroughputWindow window_;
+  TrainSummary sum_;
   double unigram_ = std::nan("");  // the data's unigram baseline (prepare.json), printed beside every val loss
 };
+
+TrainSummary Loop::run() {
+  setup();
+  log_start();
+  install_stop_handlers();
+  const auto t0 = Clock::now();
+  try {
+    train();
+  } catch (const Error& e) {
+    end_run("failed", e.what());
+  }
+  close_store();
+  return summarize(seconds_since(t0));
+}
+
+// The training loop: one optimizer step per iteration, then the measurements and
+// the checkpoint that are due.
+void Loop::train() {
+  if (st_.step == 0) measure(0, /*force=*/true);
+  while (st_.step < c_.train.max_steps) {
+    const auto t0 = Clock::now();
+    const double lr = learning_rate(c_.train, st_.step);
+    set_learning_rate(*opt_, lr);
+    const StepResult r = optimizer_step(model_, *opt_, exec_, [&] { return data_.train->next(); }, shape_.accum,
+                                        c_.train.grad_clip, sync_.get());
+    if (r.diverged())
+      return end_run("failed", fmt::format("training diverged at step {} (loss {}, gradient norm {}); stopped without "
+                                           "applying or saving that step. The last good checkpoint is {}. Fix: lower "
+                                           "train.lr, raise train.warmup_steps or use train.grad_clip",
+                                           st_.step + 1, r.loss, r.grad_norm,
+                                           last_checkpoint_.empty() ? "none" : last_checkpoint_));
+    st_.step += 1;
+    st_.tokens += shape_.step_tokens;
+    const double dt = seconds_since(t0);
+    st_.elapsed_s += dt;
+    sum_.train_loss = r.loss;
+    if (store_) store_->append_train({st_.step, st_.tokens, r.loss, lr, r.grad_norm, st_.elapsed_s});
+    log_progress(r, lr, dt);
+    const bool stop = group_->any(stop_requested());  // a signal to any rank stops them all after this step
+    measure(st_.step, /*force=*/false);
+    if (checkpoint_due(stop)) {
+      verify_replicas();
+      checkpoint();
+    }
+    if (stop)
+      return end_run("interrupted",
+                     fmt::format("stopped by signal {} after step {}; continue with --resume", stop_signal(), st_.step));
+  }
+}
+
+// Device, processes and step shape, then the run's objects on every rank (or one
+// error for all of them), then identical replicas when data-parallel.
+void Loop::setup() {
+  exec_ = resolve_execution(c_.train);
+  place_rank(exec_, c_.train);
+  group_ = ProcessGroup::from_environment(exec_.device);
+  shape_ = step_shape(c_.train, group_->world_size());
+  on_every_rank(*group_, [&] { build(); });
+  st_.world_size = group_->world_size();
+  if (group_->distributed()) start_data_parallel();
+}
+
+// The run directory, model, optimizer, data and run store: fresh, or resumed from
+// the newest checkpoint. The seed is set first, so a run's weights depend on it alone.
+void Loop::build() {
+  if (group_->is_root()) prepare_run_dir();
+  torch::manual_seed(c_.train.seed);
+  config_yaml_ = to_yaml(c_);
+  model_ = GPT(c_.model, c_.schedule, attention::parse_backend(c_.attention.backend));
+  model_->to(exec_.device);
+  opt_ = make_adamw(*model_, c_.train);
+  data_ = open_data(c_, *group_, shape_.accum);
+  unigram_ = describe_data(c_.data.dir).unigram_val_loss;
+  if (o_.resume) resume();
+  else if (group_->is_root()) create_store();
+}
 
 void Loop::prepare_run_dir() {
   const fs::path dir(o_.run_dir);
@@ -146,6 +297,83 @@ void Loop::prepare_run_dir() {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw Error(fmt::format("cannot create the run directory: {}", ec.message()), o_.run_dir, "check the path and permissions");
+}
+
+void Loop::resume() {
+  auto ckpt = latest_checkpoint(o_.run_dir);
+  if (!ckpt) throw Error("no checkpoint to resume from", o_.run_dir, "start the run without --resume");
+  load_checkpoint(*ckpt, model_, *opt_, st_);
+  data_.train->restore(st_.loader);
+  const int world = group_->world_size();
+  if (group_->is_root()) store_.emplace(RunStore::resume((fs::path(o_.run_dir) / "run.h5").string(), st_.step));
+  if (store_) store_->set_world_size(world);
+  last_checkpoint_ = *ckpt;
+  log(fmt::format("resumed {} at step {} ({} tokens){}", *ckpt, st_.step, format_count(static_cast<double>(st_.tokens)),
+                  st_.world_size == world ? "" : fmt::format(", trained so far by {} processes, now {}", st_.world_size, world)));
+}
+
+void Loop::create_store() {
+  write_file_atomic((fs::path(o_.run_dir) / "config.yaml").string(), config_yaml_);
+  RunAttributes attrs{config_yaml_, c_.schedule.heads(), c_.train.seed, PRISM_VERSION};
+  attrs.world_size = group_->world_size();
+  store_.emplace(RunStore::create((fs::path(o_.run_dir) / "run.h5").string(), attrs));
+}
+
+void Loop::start_data_parallel() {
+  // Identical starting weights everywhere (they already are when seeded alike; this makes it a fact).
+  std::vector<torch::Tensor> params;
+  for (auto& p : model_->parameters()) params.push_back(p);
+  group_->broadcast(params);
+  sync_ = std::make_unique<GradientSync>(group_, params);
+}
+
+void Loop::log_start() const {
+  auto cost = model_cost(c_.model, c_.schedule, static_cast<int>(c_.train.seq_len));
+  log(fmt::format("model: {} layers x {}, heads {}, {} parameters ({} without positions)", c_.model.n_layer,
+                  c_.model.d_model, c_.schedule.compact(), format_count(static_cast<double>(cost.params)),
+                  format_count(static_cast<double>(cost.params_without_positions))));
+  log(fmt::format("run: {} | {} | attention {} | {} steps x {} tokens ({} micro-batch{} of {}x{})", o_.run_dir,
+                  exec_.describe(), c_.attention.backend, c_.train.max_steps, shape_.step_tokens, shape_.accum,
+                  shape_.accum == 1 ? "" : "es", c_.train.batch_size, c_.train.seq_len));
+  log(fmt::format("data: {} train tokens, {} validation batches, vocabulary {} ids ({}){}",
+                  format_count(static_cast<double>(data_.train->tokens())), data_.val_batches, c_.model.vocab_size,
+                  vocab_path_for(c_),
+                  std::isnan(unigram_) ? "" : fmt::format(", unigram baseline {:.4f} nats", unigram_)));
+  if (group_->distributed())
+    log(fmt::format("data parallel: {}; {} gradient bucket{} all-reduced during the backward", group_->describe(),
+                    sync_->bucket_count(), sync_->bucket_count() == 1 ? "" : "s"));
+}
+
+void Loop::log_progress(const StepResult& r, double lr, double dt) {
+  window_.seconds += dt;
+  window_.tokens += shape_.step_tokens;
+  if (st_.step % c_.train.log_every != 0 && st_.step != c_.train.max_steps) return;
+  const double tps = window_.tokens / std::max(window_.seconds, 1e-9);
+  const double eta = (c_.train.max_steps - st_.step) * shape_.step_tokens / std::max(tps, 1e-9);
+  log(fmt::format("step {:>6}/{} | loss {:.4f} | lr {:.2e} | norm {:.3f} | {} tok/s | elapsed {} | ETA {}", st_.step,
+                  c_.train.max_steps, r.loss, lr, r.grad_norm, format_count(tps), format_duration(st_.elapsed_s),
+                  format_duration(eta)));
+  window_ = {};
+}
+
+// Validation loss and attention distance, each when its cadence says, at the last step, or when forced.
+void Loop::measure(int64_t step, bool force) {
+  const bool last = step == c_.train.max_steps;
+  if ((c_.train.eval_every > 0 && step % c_.train.eval_every == 0) || last || force) {
+    double v = validate();
+    if (store_) store_->append_val({step, st_.tokens, v});
+    if (v < st_.best_val_loss) {
+      st_.best_val_loss = v;
+      st_.best_val_step = step;
+    }
+    sum_.val_loss = v;
+    log(fmt::format("step {:>6} | val loss {:.4f}{}{}", step, v, st_.best_val_step == step ? " (best)" : "",
+                    std::isnan(unigram_) ? "" : fmt::format(" | unigram {:.4f}", unigram_)));
+  }
+  if ((c_.train.distance_every > 0 && step % c_.train.distance_every == 0) || last || force) {
+    auto d = measure_distance();
+    if (store_) store_->append_attention(step, d);
+  }
 }
 
 double Loop::validate() {
@@ -176,16 +404,15 @@ double Loop::validate() {
   return sum.item<double>() / static_cast<double>(data_.val_batches);
 }
 
+// Per layer, the per-head mean of the distance over the fixed batch, from a
+// forward pass that stops before the LM head.
 std::vector<std::vector<double>> Loop::measure_distance() {
   torch::NoGradGuard ng;
   model_->eval();
-  // A back end without distance output (sdpa) hands this measurement to auto (fused or reference).
-  const auto configured = model_->attention_options().backend;
-  if (!attention::supports_distance(configured)) model_->attention_options().backend = attention::Backend::Auto;
+  const auto pass = ForwardOptions::distance_only();
   std::vector<std::vector<double>> per_head;
   if (!group_->distributed()) {
-    auto out = model_->forward(data_.distance_x.to(exec_.device), {}, /*want_distance=*/true);
-    model_->attention_options().backend = configured;
+    auto out = model_->forward(data_.distance_x.to(exec_.device), {}, pass);
     for (const auto& d : out.distance) {  // (B, h, T) -> mean over batch and queries
       auto m = d.to(torch::kDouble).mean({0, 2}).to(torch::kCPU).contiguous();
       per_head.emplace_back(m.data_ptr<double>(), m.data_ptr<double>() + m.numel());
@@ -198,12 +425,11 @@ std::vector<std::vector<double>> Loop::measure_distance() {
   const int64_t lo = n * group_->rank() / group_->world_size(), hi = n * (group_->rank() + 1) / group_->world_size();
   std::vector<torch::Tensor> sums;
   if (hi > lo) {
-    auto out = model_->forward(data_.distance_x.slice(0, lo, hi).to(exec_.device), {}, /*want_distance=*/true);
+    auto out = model_->forward(data_.distance_x.slice(0, lo, hi).to(exec_.device), {}, pass);
     for (const auto& d : out.distance) sums.push_back(d.to(torch::kDouble).sum({0, 2}));
   } else {
     for (int h : heads) sums.push_back(torch::zeros({h}, torch::dtype(torch::kDouble).device(exec_.device)));
   }
-  model_->attention_options().backend = configured;
   auto flat = torch::cat(sums);
   group_->all_reduce_sum(flat);
   flat = (flat / static_cast<double>(n * T)).to(torch::kCPU).contiguous();
@@ -215,22 +441,15 @@ std::vector<std::vector<double>> Loop::measure_distance() {
   return per_head;
 }
 
+bool Loop::checkpoint_due(bool stop) const {
+  return (c_.train.checkpoint_every > 0 && st_.step % c_.train.checkpoint_every == 0) ||
+         st_.step == c_.train.max_steps || stop;
+}
+
 void Loop::checkpoint() {
   st_.loader = data_.train->state();
   if (group_->is_root()) last_checkpoint_ = save_checkpoint(o_.run_dir, model_, *opt_, st_, config_yaml_);
   else last_checkpoint_ = (fs::path(o_.run_dir) / "checkpoints" / fmt::format("step_{:06d}", st_.step)).string();
-}
-
-// With several processes: rank r on cuda:LOCAL_RANK, and an even share of
-// this host's cores when train.threads is 0 ("all cores").
-void place_rank(Execution& exec, const TrainConfig& t) {
-  const DistributedEnv e = read_distributed_env();
-  if (e.world_size == 1) return;
-  if (exec.device.is_cuda()) exec.device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(e.local_rank));
-  if (t.threads == 0) {
-    torch::set_num_threads(std::max(1, exec.threads / std::max(1, e.local_world_size)));
-    exec.threads = torch::get_num_threads();
-  }
 }
 
 // Data parallelism keeps one model in N copies; this proves it (bit for bit) at
@@ -261,173 +480,25 @@ void Loop::verify_replicas() {
   log(fmt::format("step {:>6} | weights identical on {} ranks (digest {:016x})", st_.step, group_->world_size(), h));
 }
 
-TrainSummary Loop::run() {
-  exec_ = resolve_execution(c_.train);
-  place_rank(exec_, c_.train);
-  group_ = ProcessGroup::from_environment(exec_.device);
-  const int world = group_->world_size();
-  const int64_t micro_tokens = c_.train.batch_size * c_.train.seq_len;
-  if (c_.train.tokens_per_step > 0 && c_.train.tokens_per_step % (micro_tokens * world) != 0)
-    throw Error(fmt::format("train.tokens_per_step = {} is not a multiple of batch_size x seq_len x processes = {} x {} x {}",
-                            c_.train.tokens_per_step, c_.train.batch_size, c_.train.seq_len, world),
-                "train.tokens_per_step",
-                fmt::format("use a multiple of {}, or a train.batch_size that divides the step among {} processes",
-                            micro_tokens * world, world));
-  // The global batch (tokens_per_step) is the same whatever the world size; each rank accumulates its share.
-  accum_ = c_.train.tokens_per_step > 0 ? c_.train.tokens_per_step / (micro_tokens * world) : 1;
-  const int64_t step_tokens = accum_ * micro_tokens * world;
+void Loop::end_run(const std::string& status, const std::string& message) {
+  sum_.status = status;
+  sum_.message = message;
+}
 
-  // A setup error on any rank stops all of them here, before any collective could hang on it.
-  std::exception_ptr setup_error;
-  try {
-    if (group_->is_root()) prepare_run_dir();
-    torch::manual_seed(c_.train.seed);
-    config_yaml_ = to_yaml(c_);
-    model_ = GPT(c_.model, c_.schedule);
-    model_->attention_options().backend = attention::parse_backend(c_.attention.backend);
-    model_->to(exec_.device);
-    opt_ = make_adamw(*model_, c_.train);
-    data_ = open_data(c_, *group_, accum_);
-    if (o_.resume) {
-      auto ckpt = latest_checkpoint(o_.run_dir);
-      if (!ckpt) throw Error("no checkpoint to resume from", o_.run_dir, "start the run without --resume");
-      load_checkpoint(*ckpt, model_, *opt_, st_);
-      data_.train->restore(st_.loader);
-      if (group_->is_root()) store_.emplace(RunStore::resume((fs::path(o_.run_dir) / "run.h5").string(), st_.step));
-      if (store_) store_->set_world_size(world);
-      last_checkpoint_ = *ckpt;
-      log(fmt::format("resumed {} at step {} ({} tokens){}", *ckpt, st_.step, format_count(static_cast<double>(st_.tokens)),
-                      st_.world_size == world ? "" : fmt::format(", trained so far by {} processes, now {}", st_.world_size, world)));
-    } else if (group_->is_root()) {
-      write_file_atomic((fs::path(o_.run_dir) / "config.yaml").string(), config_yaml_);
-      RunAttributes attrs{config_yaml_, c_.schedule.heads(), c_.train.seed, PRISM_VERSION};
-      attrs.world_size = world;
-      store_.emplace(RunStore::create((fs::path(o_.run_dir) / "run.h5").string(), attrs));
-    }
-  } catch (...) {
-    setup_error = std::current_exception();
-  }
-  if (group_->any(setup_error != nullptr)) {
-    if (setup_error) std::rethrow_exception(setup_error);
-    throw Error("another rank failed to start the run", fmt::format("rank {} of {}", group_->rank(), world),
-                "see rank 0's error (or that of the rank that failed) and fix it");
-  }
-  st_.world_size = world;
-  if (group_->distributed()) {
-    // Identical starting weights everywhere (they already are when seeded alike; this makes it a fact).
-    std::vector<torch::Tensor> params;
-    for (auto& p : model_->parameters()) params.push_back(p);
-    group_->broadcast(params);
-    sync_ = std::make_unique<GradientSync>(group_, params);
-  }
+void Loop::close_store() {
+  if (!store_) return;
+  // run.h5 knows running | completed | failed; an interrupted run stays "running" until resumed.
+  if (sum_.status != "interrupted") store_->set_status(sum_.status);
+  store_->close();
+}
 
-  auto cost = model_cost(c_.model, c_.schedule, static_cast<int>(c_.train.seq_len));
-  log(fmt::format("model: {} layers x {}, heads {}, {} parameters ({} without positions)", c_.model.n_layer,
-                  c_.model.d_model, c_.schedule.compact(), format_count(static_cast<double>(cost.params)),
-                  format_count(static_cast<double>(cost.params_without_positions))));
-  log(fmt::format("run: {} | {} | attention {} | {} steps x {} tokens ({} micro-batch{} of {}x{})", o_.run_dir,
-                  exec_.describe(), c_.attention.backend, c_.train.max_steps, step_tokens, accum_,
-                  accum_ == 1 ? "" : "es", c_.train.batch_size, c_.train.seq_len));
-  unigram_ = describe_data(c_.data.dir).unigram_val_loss;
-  log(fmt::format("data: {} train tokens, {} validation batches, vocabulary {} ids ({}){}",
-                  format_count(static_cast<double>(data_.train->tokens())), data_.val_batches, c_.model.vocab_size,
-                  vocab_path_for(c_),
-                  std::isnan(unigram_) ? "" : fmt::format(", unigram baseline {:.4f} nats", unigram_)));
-  if (group_->distributed())
-    log(fmt::format("data parallel: {}; {} gradient bucket{} all-reduced during the backward", group_->describe(),
-                    sync_->bucket_count(), sync_->bucket_count() == 1 ? "" : "s"));
-
-  install_stop_handlers();
-  TrainSummary sum;
-  sum.run_dir = o_.run_dir;
-  sum.status = "completed";
-  const auto t0 = Clock::now();
-  double window_t = 0;
-  int64_t window_tokens = 0;
-  double last_loss = std::nan("");
-
-  auto measure = [&](int64_t step, bool force) {
-    const bool last = step == c_.train.max_steps;
-    if ((c_.train.eval_every > 0 && step % c_.train.eval_every == 0) || last || force) {
-      double v = validate();
-      if (store_) store_->append_val({step, st_.tokens, v});
-      if (v < st_.best_val_loss) {
-        st_.best_val_loss = v;
-        st_.best_val_step = step;
-      }
-      sum.val_loss = v;
-      log(fmt::format("step {:>6} | val loss {:.4f}{}{}", step, v, st_.best_val_step == step ? " (best)" : "",
-                      std::isnan(unigram_) ? "" : fmt::format(" | unigram {:.4f}", unigram_)));
-    }
-    if ((c_.train.distance_every > 0 && step % c_.train.distance_every == 0) || last || force) {
-      auto d = measure_distance();
-      if (store_) store_->append_attention(step, d);
-    }
-  };
-
-  try {
-    if (st_.step == 0) measure(0, true);
-    while (st_.step < c_.train.max_steps) {
-      const auto ts = Clock::now();
-      const double lr = learning_rate(c_.train, st_.step);
-      set_learning_rate(*opt_, lr);
-      auto r = optimizer_step(model_, *opt_, exec_, [&] { return data_.train->next(); }, accum_, c_.train.grad_clip,
-                              sync_.get());
-      const double loss = r.loss, norm = r.grad_norm;
-      if (r.diverged()) {
-        sum.status = "failed";
-        sum.message = fmt::format(
-            "training diverged at step {} (loss {}, gradient norm {}); stopped without applying or saving that step. "
-            "The last good checkpoint is {}. Fix: lower train.lr, raise train.warmup_steps or use train.grad_clip",
-            st_.step + 1, loss, norm, last_checkpoint_.empty() ? "none" : last_checkpoint_);
-        break;
-      }
-      st_.step += 1;
-      st_.tokens += step_tokens;
-      const double dt = seconds_since(ts);
-      st_.elapsed_s += dt;
-      last_loss = loss;
-      if (store_) store_->append_train({st_.step, st_.tokens, loss, lr, norm, st_.elapsed_s});
-      window_t += dt;
-      window_tokens += step_tokens;
-      if (st_.step % c_.train.log_every == 0 || st_.step == c_.train.max_steps) {
-        const double tps = window_tokens / std::max(window_t, 1e-9);
-        const double eta = (c_.train.max_steps - st_.step) * step_tokens / std::max(tps, 1e-9);
-        log(fmt::format("step {:>6}/{} | loss {:.4f} | lr {:.2e} | norm {:.3f} | {} tok/s | elapsed {} | ETA {}", st_.step,
-                        c_.train.max_steps, loss, lr, norm, format_count(tps), format_duration(st_.elapsed_s),
-                        format_duration(eta)));
-        window_t = 0;
-        window_tokens = 0;
-      }
-      const bool stop = group_->any(stop_requested());  // a signal to any rank stops them all after this step
-      measure(st_.step, false);
-      if ((c_.train.checkpoint_every > 0 && st_.step % c_.train.checkpoint_every == 0) ||
-          st_.step == c_.train.max_steps || stop) {
-        verify_replicas();
-        checkpoint();
-      }
-      if (stop) {
-        sum.status = "interrupted";
-        sum.message = fmt::format("stopped by signal {} after step {}; continue with --resume", stop_signal(), st_.step);
-        break;
-      }
-    }
-  } catch (const Error& e) {
-    sum.status = "failed";
-    sum.message = e.what();
-  }
-  if (store_) {
-    // run.h5 knows running | completed | failed; an interrupted run stays "running" until resumed.
-    if (sum.status != "interrupted") store_->set_status(sum.status);
-    store_->close();
-  }
-
+TrainSummary Loop::summarize(double wall_s) {
+  TrainSummary& sum = sum_;
   sum.steps = st_.step;
   sum.tokens = st_.tokens;
-  sum.train_loss = last_loss;
   sum.best_val_loss = st_.best_val_loss;
   sum.best_val_step = st_.best_val_step;
-  sum.wall_s = seconds_since(t0);
+  sum.wall_s = wall_s;
   sum.tokens_per_s = st_.elapsed_s > 0 ? static_cast<double>(st_.tokens) / st_.elapsed_s : 0;
   sum.checkpoint = last_checkpoint_;
   log(fmt::format("{}: {} steps, {} tokens in {} ({} tok/s) | train loss {:.4f} | val loss {:.4f} (best {:.4f} at step {}{}) | "

@@ -1,0 +1,89 @@
+#include "prism/sweep/dry_run.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <yaml-cpp/yaml.h>
+
+#include "prism/config/config.h"
+#include "prism/model/cost.h"
+#include "prism/sweep/halving.h"
+#include "prism/sweep/sweep.h"
+
+namespace prism {
+namespace {
+
+std::string first_model_line(const SweepPlan& plan) {
+  if (plan.trials.empty()) return "";
+  const Trial& t = plan.trials[0];
+  YAML::Node c = YAML::Load(t.config);
+  const YAML::Node m = c["model"];
+  return fmt::format("model {}: {} layers x {}, baseline {} heads; {} steps x {} tokens per trial",
+                     m["preset"] ? m["preset"].as<std::string>() : std::string("custom"), m["n_layer"].as<int>(),
+                     m["d_model"].as<int>(), m["n_head"].as<int>(), t.max_steps, t.step_tokens);
+}
+
+// Training FLOPs per token of a trial (cost model: 3x forward at the trial's context).
+double trial_flops_per_token(const Trial& t) {
+  const Config c = parse_config(YAML::Load(t.config), t.name);
+  const int64_t context = c.train.seq_len > 0 ? c.train.seq_len : c.model.block_size;
+  return model_cost(c.model, t.schedule, static_cast<int>(context)).train_flops_per_token;
+}
+
+// Tokens/s one device trains the trial at: as stated, or from peak FLOP/s x MFU.
+double trial_tokens_per_s(const EstimateSettings& e, double flops_per_token) {
+  if (e.tokens_per_s > 0) return e.tokens_per_s;
+  return e.peak_flops * e.mfu / flops_per_token;
+}
+
+}  // namespace
+
+std::string format_dry_run(const SweepPlan& plan, const std::string& out, int jobs, int threads) {
+  std::string s;
+  s += fmt::format("sweep {} ({}): {} trial{}, axes: {}\n", plan.settings.name, plan.source,
+                   plan.trials.size(), plan.trials.size() == 1 ? "" : "s", fmt::join(plan.axes, " x "));
+  s += first_model_line(plan) + "\n";
+  const EstimateSettings& est = plan.settings.estimate;
+  const bool hours = est.tokens_per_s > 0 || est.peak_flops > 0;
+  size_t w = 4;
+  for (const auto& t : plan.trials) w = std::max(w, t.name.size());
+  s += fmt::format("  {:>5}  {:<{}}  {:<16}  {:>4}  {:>10}  {}{}\n", "index", "name", w, "schedule", "seed",
+                   "train FLOP", hours ? "device-h  " : "", "heads");
+  int64_t tokens = 0;
+  double flops = 0, device_h = 0;
+  for (const auto& t : plan.trials) {
+    const int64_t n = t.max_steps * t.step_tokens;
+    const double fpt = trial_flops_per_token(t), f = fpt * static_cast<double>(n);
+    const double h = hours ? static_cast<double>(n) / trial_tokens_per_s(est, fpt) / 3600.0 : 0;
+    s += fmt::format("  {:>5}  {:<{}}  {:<16}  {:>4}  {:>10.3e}  {}{}\n", t.index, t.name, w,
+                             schedule_label(t), t.seed, f, hours ? fmt::format("{:>8.1f}  ", h) : "",
+                             t.schedule.list());
+    tokens += n;
+    flops += f;
+    device_h += h;
+  }
+  s += fmt::format("full grid: {} runs, {} training tokens, {:.3e} training FLOPs (model FLOPs, 3x forward)\n",
+                   plan.trials.size(), tokens, flops);
+  if (hours) {
+    const std::string rate =
+        est.tokens_per_s > 0
+            ? fmt::format("{:.3g} tokens/s per trial", est.tokens_per_s)
+            : fmt::format("{:.0f}% of {:.3g} FLOP/s ({:.3g} tokens/s for trial 0)", 100 * est.mfu, est.peak_flops,
+                          plan.trials.empty() ? 0.0 : trial_tokens_per_s(est, trial_flops_per_token(plan.trials[0])));
+    s += fmt::format("device-hours at {} on {} ({}): {:.1f} in all\n", rate,
+                             est.device.empty() ? "one device" : est.device,
+                             est.source.empty() ? "throughput as stated in the sweep file" : est.source, device_h);
+  }
+  if (plan.settings.halving.enabled && !plan.trials.empty()) {
+    const auto b = rung_budgets(plan.trials[0].max_steps, plan.settings.halving);
+    s += fmt::format("successive halving (eta {}): rungs at {} steps; the best 1/{} of the configurations "
+                             "(seeds pooled) move up each rung{}\n",
+                             plan.settings.halving.eta, fmt::join(b, ", "), plan.settings.halving.eta,
+                             plan.settings.halving.keep_baseline ? ", the baseline always" : "");
+  }
+  s += fmt::format("would run in {}: {} at a time, {} thread{} each; nothing was run\n", out, jobs,
+                   threads_per_trial(threads, jobs), threads_per_trial(threads, jobs) == 1 ? "" : "s");
+  return s;
+}
+
+}  // namespace prism
