@@ -23,7 +23,7 @@ Config config_for(const std::string& data_dir, const std::string& model_extra = 
 
 }  // namespace
 
-TEST_CASE("dataset: vocab_size auto follows prepare.json; explicit sizes must hold the data's ids", "[data][config]") {
+TEST_CASE("dataset: vocab_size auto follows prepare.json, and explicit sizes must hold the data's ids", "[data][config]") {
   TempDir dir("prism-dataset");
   std::string text;
   for (int i = 0; i < 400; ++i) text += fmt::format("Line {} of a small corpus, with words that repeat. ", i);

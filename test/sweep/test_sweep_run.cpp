@@ -312,6 +312,33 @@ TEST_CASE("successive halving promotes by validation loss, records its decisions
   CHECK_THAT(read_file(out + "/summary.csv"), Catch::Contains("stopped by successive halving after rung"));
 }
 
+TEST_CASE("halving with rung_seeds runs the first seeds at the lower rungs and every seed at the last",
+          "[sweep][run][halving]") {
+  SweepFixture f;
+  auto file = f.sweep_file("seeds.yaml",
+                           "sweep:\n  halving: {eta: 3, min_steps: 2, rung_seeds: 2, noise_k: 0}\n  grid:\n"
+                           "    schedule.heads: [[1, 1, 4, 4], [2, 2, 4, 4], [2, 4, 4, 4]]\n    train.seed: [0, 1, 2]\n",
+                           6);
+  const std::string out = f.dir.file("out");
+  auto r = run_prism(fmt::format("sweep {} --out {} --jobs 2", file, out));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  // Rung 0 (2 steps): 4 configurations x seeds 0 and 1; seed 2 never runs there.
+  for (const char* g : {"h4x4", "h1x2-4x2", "h2x2-4x2", "h2-4x3"}) {
+    CHECK(fs::exists(out + "/" + g + "_seed0/rung0/run.h5"));
+    CHECK(fs::exists(out + "/" + g + "_seed1/rung0/run.h5"));
+    CHECK_FALSE(fs::exists(out + "/" + g + "_seed2/rung0"));
+  }
+  // Rung 1 (6 steps, the last): every promoted configuration with all three seeds, the baseline among them.
+  for (int seed = 0; seed < 3; ++seed) CHECK(fs::exists(out + fmt::format("/h4x4_seed{}/rung1/run.h5", seed)));
+  const std::string csv = read_file(out + "/summary.csv");
+  CHECK(count(csv, ",completed,") % 3 == 0);
+  CHECK(count(csv, ",completed,") >= 6);
+  CHECK(count(csv, ",completed,") + count(csv, ",pruned,") == 12);
+  CHECK_THAT(csv, Catch::Contains("not run: its configuration was stopped"));
+  CHECK_THAT(r.output, Catch::Contains("trials:") && !Catch::Contains("pending"));
+}
+
 TEST_CASE("bad sweeps at the command line: clear errors, nothing written", "[sweep][run][input]") {
   SweepFixture f;
   const std::string out = f.dir.file("out");

@@ -76,10 +76,16 @@ std::string format_dry_run(const SweepPlan& plan, const std::string& out, int jo
   }
   if (plan.settings.halving.enabled && !plan.trials.empty()) {
     const auto b = rung_budgets(plan.trials[0].max_steps, plan.settings.halving);
+    const HalvingSettings& h = plan.settings.halving;
     s += fmt::format("successive halving (eta {}): rungs at {} steps; the best 1/{} of the configurations "
-                             "(seeds pooled) move up each rung{}\n",
-                             plan.settings.halving.eta, fmt::join(b, ", "), plan.settings.halving.eta,
-                             plan.settings.halving.keep_baseline ? ", the baseline always" : "");
+                     "(seeds pooled){} move up each rung{}{}\n",
+                     h.eta, fmt::join(b, ", "), h.eta,
+                     h.noise_k > 0 ? fmt::format(" and those within {} paired standard errors of the best", h.noise_k)
+                                   : std::string(),
+                     h.keep_baseline ? ", the baseline always" : "",
+                     h.rung_seeds > 0 ? fmt::format("; rungs before the last run the first {} seed{}", h.rung_seeds,
+                                                    h.rung_seeds == 1 ? "" : "s")
+                                      : std::string());
   }
   s += fmt::format("would run in {}: {} at a time, {} thread{} each; nothing was run\n", out, jobs,
                    threads_per_trial(threads, jobs), threads_per_trial(threads, jobs) == 1 ? "" : "s");

@@ -217,6 +217,16 @@ std::vector<TrialOutcome> collect_outcomes(const SweepPlan& plan, const std::str
                                   d.steps, d.reason, d.rank);
         }
     }
+    // With halving.rung_seeds, a seed beyond the first rungs' runs only at the last rung: when its
+    // configuration was stopped before that, it never runs.
+    if (halving && o.status == "pending")
+      for (const auto& d : decisions)
+        if (d.group == t.group && !d.promoted) {
+          o.status = "pruned";
+          o.message = fmt::format("not run: its configuration was stopped by successive halving after rung {} ({} "
+                                  "steps, seeds {} of the grid): {}, rank {}",
+                                  d.rung, d.steps, plan.settings.halving.rung_seeds, d.reason, d.rank);
+        }
     out.push_back(o);
   }
   return out;

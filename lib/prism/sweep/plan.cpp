@@ -49,6 +49,7 @@ HalvingSettings parse_halving(ConfigNode& s) {
   out.min_steps = h.get_int("min_steps", 0, 0, 1LL << 50);
   out.keep_baseline = h.get<bool>("keep_baseline", true);
   out.noise_k = h.get_real("noise_k", out.noise_k, 0.0, 100.0);
+  out.rung_seeds = static_cast<int>(h.get_int("rung_seeds", 0, 0, 1 << 20));
   h.finish();
   return out;
 }
@@ -347,8 +348,9 @@ std::string schedule_label(const Trial& t) { return t.baseline ? "uniform" : t.s
 std::string SweepPlan::definition() const {
   std::string d;
   if (settings.halving.enabled)
-    d += fmt::format("halving eta={} min_steps={} keep_baseline={} noise_k={}\n", settings.halving.eta,
-                     settings.halving.min_steps, settings.halving.keep_baseline, settings.halving.noise_k);
+    d += fmt::format("halving eta={} min_steps={} keep_baseline={} noise_k={} rung_seeds={}\n", settings.halving.eta,
+                     settings.halving.min_steps, settings.halving.keep_baseline, settings.halving.noise_k,
+                     settings.halving.rung_seeds);
   for (const auto& t : trials) d += "trial " + t.name + "\n" + t.config + "\n";
   return d;
 }
@@ -408,6 +410,7 @@ void emit_settings(YAML::Emitter& out, const SweepSettings& s) {
   entry(out, "min_steps", s.halving.min_steps);
   entry(out, "keep_baseline", s.halving.keep_baseline);
   entry(out, "noise_k", s.halving.noise_k);
+  entry(out, "rung_seeds", s.halving.rung_seeds);
   out << YAML::EndMap;
   entry(out, "slurm", YAML::BeginMap);
   entry(out, "partition", s.slurm.partition);
@@ -489,6 +492,7 @@ SweepPlan plan_from_yaml(const std::string& path) {
     plan.settings.halving.keep_baseline = s["halving"]["keep_baseline"].as<bool>();
     // Sweeps made before the noise rule ranked by the mean alone; they keep their decisions.
     plan.settings.halving.noise_k = s["halving"]["noise_k"] ? s["halving"]["noise_k"].as<double>() : 0.0;
+    plan.settings.halving.rung_seeds = s["halving"]["rung_seeds"] ? s["halving"]["rung_seeds"].as<int>() : 0;
     const YAML::Node sl = s["slurm"];
     plan.settings.slurm.partition = sl["partition"].as<std::string>();
     plan.settings.slurm.time = sl["time"].as<std::string>();

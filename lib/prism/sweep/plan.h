@@ -41,6 +41,10 @@ struct HalvingSettings {
   // (halving.h: a difference the seeds cannot resolve is no reason to stop a
   // configuration). 0: rank by the mean alone.
   double noise_k = 2.0;
+  // Seeds per configuration in the rungs before the last: the lowest rung_seeds
+  // of the grid's seeds (paired across configurations); the last rung runs every
+  // seed, so its comparison has the study's full power. 0: every seed everywhere.
+  int rung_seeds = 0;
 };
 
 struct SlurmSettings {

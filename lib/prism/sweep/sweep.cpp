@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <limits>
 #include <iostream>
@@ -29,6 +30,20 @@ std::string format_tokens(double v) {
 
 }  // namespace
 
+// The trials whose seed is among the first `n` seeds of the grid (in trial order); all when n is 0.
+std::vector<const Trial*> with_rung_seeds(const std::vector<const Trial*>& trials, int n) {
+  if (n <= 0) return trials;
+  std::vector<uint64_t> seeds;
+  for (const Trial* t : trials)
+    if (std::find(seeds.begin(), seeds.end(), t->seed) == seeds.end()) seeds.push_back(t->seed);
+  std::sort(seeds.begin(), seeds.end());
+  if (static_cast<int>(seeds.size()) > n) seeds.resize(static_cast<size_t>(n));
+  std::vector<const Trial*> out;
+  for (const Trial* t : trials)
+    if (std::find(seeds.begin(), seeds.end(), t->seed) != seeds.end()) out.push_back(t);
+  return out;
+}
+
 int threads_per_trial(int threads, int jobs) {
   const int total = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return std::max(1, total / std::max(1, jobs));
@@ -41,14 +56,15 @@ SweepStage sweep_stage(const SweepPlan& plan, const std::string& dir, RetryPolic
   if (halving && !plan.trials.empty()) budgets = rung_budgets(plan.trials[0].max_steps, plan.settings.halving);
   std::vector<const Trial*> candidates;
   for (const auto& t : plan.trials) candidates.push_back(&t);
-  for (int k = 0; k < static_cast<int>(budgets.size()); ++k) {
+  const int last = static_cast<int>(budgets.size()) - 1;
+  for (int k = 0; k <= last; ++k) {
     st.rung = k;
     st.steps = budgets[static_cast<size_t>(k)];
-    st.trials = candidates;
+    st.trials = halving && k < last ? with_rung_seeds(candidates, plan.settings.halving.rung_seeds) : candidates;
     st.work.clear();
     std::map<std::string, GroupScore> scores;
     std::map<std::string, std::pair<double, int>> sums;
-    for (const Trial* t : candidates) {
+    for (const Trial* t : st.trials) {
       const std::string rd = run_dir(dir, *t, k, halving);
       const RunInspection ins = inspect_run(rd);
       if (needs_run(ins, retry)) st.work.push_back(t);
@@ -64,7 +80,7 @@ SweepStage sweep_stage(const SweepPlan& plan, const std::string& dir, RetryPolic
         g.by_seed[t->seed] = r.final_val_loss();
       }
     }
-    if (!st.work.empty() || k + 1 == static_cast<int>(budgets.size())) {
+    if (!st.work.empty() || k == last) {
       st.finished = st.work.empty();
       return st;
     }
