@@ -1,24 +1,21 @@
-// prism bench attention: forward + backward time and peak extra memory of each
-// attention back end, as ratios to SDPA and to the reference measured in the
-// same run.
+// prism bench attention: forward + backward time, peak extra memory and a
+// correctness check of each attention back end (lib/prism/attention/benchmark.h),
+// printed as ratios to SDPA and to the reference measured in the same run.
+#include <ATen/Version.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <chrono>
-#include <ctime>
 #include <iostream>
-#include <map>
 #include <sstream>
 #include <thread>
 
 #include "bench.h"
 #include "cli.h"
-#include "cpu/attention_cpu.h"
 #include "prism/attention/allocation_tracker.h"
-#include "prism/attention/attention.h"
-#include "prism/attention/fused.h"
+#include "prism/attention/benchmark.h"
+#include "prism/attention/cpu_code_paths.h"
 #include "prism/error.h"
 
 namespace prism::cli {
@@ -29,12 +26,18 @@ const char* kUsage =
     "Causal self-attention of one layer, forward + backward, for every back end:\n"
     "reference (explicit T x T), sdpa (LibTorch), fused (kernels/cpu) and\n"
     "fused+distance (with the attention-distance telemetry). q, k, v are strided\n"
-    "views of one (B, T, 3, H, D) tensor, as the model's qkv projection makes them.\n\n"
+    "views of one (B, T, 3, H, D) tensor, as the model's qkv projection makes them.\n"
+    "Each back end's output, gradients and distance are checked against the reference's\n"
+    "(or SDPA's where the reference is skipped); a case that fails is reported, the\n"
+    "others still run, and the command then exits non-zero.\n\n"
+    "--isa picks the fused kernel's code path (instruction set), e.g. avx2 on an\n"
+    "AVX-512 machine; the environment variable PRISM_CPU_ISA does the same for every\n"
+    "command. LibTorch's own code path is set by ATEN_CPU_CAPABILITY, MKL_ENABLE_INSTRUCTIONS\n"
+    "and ONEDNN_MAX_CPU_ISA (e.g. =avx2 / AVX2 / AVX2 to stand in for an AVX2-only CPU).\n\n"
     "examples:\n"
     "  prism bench attention\n"
-    "  prism bench attention --T 1024 --head-dim 64 --dtype bf16 --backends sdpa,fused --repeat 5";
-
-const std::vector<std::string> kBackends = {"reference", "sdpa", "fused", "fused+distance"};
+    "  prism bench attention --T 1024 --head-dim 64 --dtype bf16 --backends sdpa,fused --repeat 5\n"
+    "  prism bench attention --isa avx2 --dtype fp32";
 
 std::vector<std::string> split_list(const std::string& text) {
   std::vector<std::string> v;
@@ -59,121 +62,66 @@ std::vector<int64_t> int_list(const std::string& text, const std::string& flag) 
   return v;
 }
 
-template <typename T>
-void require_known(const std::vector<std::string>& got, const std::vector<T>& known, const std::string& flag) {
+void require_known(const std::vector<std::string>& got, const std::vector<std::string>& known,
+                   const std::string& flag) {
   for (const auto& g : got)
     if (std::find(known.begin(), known.end(), g) == known.end())
       throw Error(fmt::format("unknown value '{}' for --{}", g, flag), "command line",
                   fmt::format("use some of: {}", fmt::join(known, ",")));
 }
 
-struct Case {
-  int64_t B, T, H, D;
-  torch::ScalarType dtype;
-};
+using attention::BackendRun;
 
-struct Measure {
-  bool ran = false;
-  std::string skipped;        // why not, when it did not run
-  std::vector<double> rounds;  // forward + backward per timed round, ms
-  double ms = 0.0;            // their median
-  double peak_mib = 0.0;
-};
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
-
-// Median over rounds of a's time over base's in the same round: back ends take
-// turns, so each ratio compares runs made under the same machine load.
-double paired_ratio(const Measure& a, const Measure& base) {
-  std::vector<double> r;
-  for (size_t i = 0; i < a.rounds.size() && i < base.rounds.size(); ++i) r.push_back(a.rounds[i] / base.rounds[i]);
-  return median(r);
-}
-
-attention::Options options_for(const std::string& backend) {
-  attention::Options o;
-  if (backend == "reference") o.backend = attention::Backend::Reference;
-  if (backend == "sdpa") o.backend = attention::Backend::Sdpa;
-  if (backend == "fused" || backend == "fused+distance") o.backend = attention::Backend::Fused;
-  o.want_distance = backend == "fused+distance";
-  return o;
-}
-
-// Peak of the reference: about three fp32 B*H*T*T tensors alive at once
-// (measured: 2.3 GiB at T 4096 with 12 heads, fp32 and bf16 alike), plus margin.
-double reference_estimate_gib(const Case& c) {
-  return 3.5 * static_cast<double>(c.B * c.H) * static_cast<double>(c.T) * static_cast<double>(c.T) * 4.0 /
-         (1024.0 * 1024.0 * 1024.0);
-}
-
-double now_ms(bool cpu_clock) {
-  if (cpu_clock) {
-    timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
-  }
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-// All back ends of one case, run in turns (warm-up round first, then `repeat`
-// timed rounds) so that load from other processes spreads over all of them.
-std::map<std::string, Measure> measure(const Case& c, const std::vector<std::string>& backends, int repeat,
-                                       double reference_limit_gib, bool cpu_clock, kernels::cpu::Isa isa) {
-  std::map<std::string, Measure> res;
-  std::vector<std::string> active;
-  for (const auto& b : backends) {
-    if (b == "reference" && reference_estimate_gib(c) > reference_limit_gib) {
-      res[b].skipped = fmt::format("needs ~{:.1f} GiB of T x T buffers (> --reference-limit-gib {})",
-                                   reference_estimate_gib(c), reference_limit_gib);
-      continue;
-    }
-    active.push_back(b);
-  }
-  torch::manual_seed(0);
-  auto qkv = torch::randn({c.B, c.T, 3, c.H, c.D}).to(c.dtype);
-  auto dout = torch::randn({c.B, c.T, c.H, c.D}).to(c.dtype);
-  // Leaves that keep the strided layout of the fused projection.
-  auto q = qkv.select(2, 0).detach().requires_grad_();
-  auto k = qkv.select(2, 1).detach().requires_grad_();
-  auto v = qkv.select(2, 2).detach().requires_grad_();
-  for (int r = 0; r <= repeat; ++r) {  // round 0 warms up and measures memory
-    for (const auto& b : active) {
-      const auto opt = options_for(b);
-      for (auto* t : {&q, &k, &v}) t->mutable_grad() = torch::Tensor();
-      attention::PeakAllocationScope scope;
-      const double t0 = now_ms(cpu_clock);
-      {
-        attention::Output out;
-        if (opt.backend == attention::Backend::Fused) {
-          attention::FusedOptions f;
-          f.want_distance = opt.want_distance;
-          f.isa = isa;
-          out = attention::fused_attention(q, k, v, f);
-        } else {
-          out = attention::causal_attention(q, k, v, opt);
-        }
-        out.out.backward(dout);
-      }
-      const double ms = now_ms(cpu_clock) - t0;
-      if (r == 0)
-        res[b].peak_mib = static_cast<double>(scope.extra_bytes()) / (1024.0 * 1024.0);
-      else
-        res[b].rounds.push_back(ms);
-    }
-  }
-  for (const auto& b : active) {
-    res[b].ms = median(res[b].rounds);
-    res[b].ran = true;
-  }
-  return res;
-}
-
-std::string ratio(const Measure& a, const Measure& base) {
+std::string ratio(const BackendRun& a, const BackendRun& base) {
   if (!a.ran || !base.ran) return "-";
-  return fmt::format("{:.2f}x", paired_ratio(a, base));
+  return fmt::format("{:.2f}x", attention::paired_ratio(a, base));
+}
+
+std::string check_note(const BackendRun& m) {
+  if (m.checked_against.empty()) return "";
+  return fmt::format("{} vs {}: max rel err {:.1e} ({})", m.correct ? "ok" : "WRONG", m.checked_against, m.error,
+                     m.worst);
+}
+
+// Targets of issue 18, counted over the cases that ran.
+struct Tally {
+  int fused_cases = 0, beats_sdpa = 0, ref_cases = 0, beats_half_ref = 0, telemetry_cases = 0, telemetry_ok = 0;
+  int failed_checks = 0, failed_cases = 0;
+};
+
+void print_case(const attention::BenchCase& c, const std::string& dt, const std::vector<std::string>& backends,
+                std::map<std::string, BackendRun>& res, Tally& tally) {
+  const BackendRun none;
+  const BackendRun& sdpa = res.count("sdpa") ? res["sdpa"] : none;
+  const BackendRun& ref = res.count("reference") ? res["reference"] : none;
+  for (const auto& b : backends) {
+    const BackendRun& m = res[b];
+    std::string note = m.skipped.empty() ? "" : "skipped: " + m.skipped;
+    if (b == "fused+distance" && m.ran && res.count("fused") && res["fused"].ran) {
+      const double overhead = attention::paired_ratio(m, res["fused"]) - 1.0;
+      note = fmt::format("telemetry {:+.1f}% vs fused", 100.0 * overhead);
+      ++tally.telemetry_cases;
+      tally.telemetry_ok += overhead <= 0.05;
+    }
+    if (b == "fused" && m.ran) {
+      if (sdpa.ran) {
+        ++tally.fused_cases;
+        tally.beats_sdpa += attention::paired_ratio(m, sdpa) <= 1.0;
+      }
+      if (ref.ran) {
+        ++tally.ref_cases;
+        tally.beats_half_ref += attention::paired_ratio(m, ref) <= 0.5;
+      }
+    }
+    if (!m.checked_against.empty()) {
+      note += (note.empty() ? "" : "; ") + check_note(m);
+      tally.failed_checks += !m.correct;
+    }
+    std::cout << fmt::format("{:>5} {:>4} {:>5} {:>7}  {:<15} {:>9} {:>7} {:>8} {:>11}  {}\n", c.T, c.D, dt,
+                             fmt::format("{}x{}", c.B, c.H), b, m.ran ? fmt::format("{:.1f}", m.ms) : "-",
+                             ratio(m, sdpa), ratio(m, ref), m.ran ? fmt::format("{:.1f}", m.peak_mib) : "-", note);
+  }
+  std::cout << std::flush;
 }
 
 int run(const std::vector<std::string>& args) {
@@ -191,8 +139,10 @@ int run(const std::vector<std::string>& args) {
         ("threads", po::value<int>()->default_value(0), "intra-op threads (0: all cores)")
         ("reference-limit-gib", po::value<double>()->default_value(6.0),
          "skip the reference where its T x T buffers would exceed this")
-        ("fused-isa", po::value<std::string>()->default_value(""),
-         "code path of the fused kernel: scalar, avx512, avx512_bf16 (default: the best this CPU has)")
+        ("isa", po::value<std::string>()->default_value(""),
+         "code path of the fused kernel, e.g. avx512_bf16, avx512, avx2, portable, scalar (default: the best this "
+         "CPU has, or PRISM_CPU_ISA)")
+        ("no-check", po::bool_switch(), "skip the correctness check")
         ("clock", po::value<std::string>()->default_value("wall"),
          "wall, or cpu (process CPU time: steadier on a shared machine with --threads 1)");
     po::variables_map vm;
@@ -201,31 +151,26 @@ int run(const std::vector<std::string>& args) {
     const auto Ts = int_list(vm["T"].as<std::string>(), "T");
     const auto Ds = int_list(vm["head-dim"].as<std::string>(), "head-dim");
     const auto dtypes = split_list(vm["dtype"].as<std::string>());
-    require_known(dtypes, std::vector<std::string>{"fp32", "bf16"}, "dtype");
-    auto backends = split_list(vm["backends"].as<std::string>());
-    require_known(backends, kBackends, "backends");
-    const int repeat = vm["repeat"].as<int>();
+    require_known(dtypes, {"fp32", "bf16"}, "dtype");
+    attention::BenchSettings settings;
+    settings.backends = split_list(vm["backends"].as<std::string>());
+    require_known(settings.backends, attention::bench_backend_names(), "backends");
+    settings.repeat = vm["repeat"].as<int>();
+    settings.reference_limit_gib = vm["reference-limit-gib"].as<double>();
+    settings.check = !vm["no-check"].as<bool>();
     const int64_t width = vm["width"].as<int64_t>(), tokens = vm["tokens"].as<int64_t>();
-    if (repeat < 1) throw Error("--repeat must be at least 1", "command line", "use --repeat 3");
+    if (settings.repeat < 1) throw Error("--repeat must be at least 1", "command line", "use --repeat 3");
     for (auto D : Ds)
       if (width % D != 0)
         throw Error(fmt::format("head dim {} does not divide --width {}", D, width), "command line",
                     "use head dims that divide the width, e.g. 64,128,256 for 768");
-    auto isa = kernels::cpu::best_isa();
-    if (const auto name = vm["fused-isa"].as<std::string>(); !name.empty()) {
-      std::vector<std::string> names;
-      for (auto i : {kernels::cpu::Isa::Scalar, kernels::cpu::Isa::Avx512, kernels::cpu::Isa::Avx512Bf16}) {
-        names.push_back(kernels::cpu::isa_name(i));
-        if (name == names.back()) isa = i;
-      }
-      require_known({name}, names, "fused-isa");
-      if (!kernels::cpu::isa_supported(isa))
-        throw Error(fmt::format("this CPU lacks the {} instructions", name), "--fused-isa",
-                    fmt::format("use --fused-isa {}", kernels::cpu::isa_name(kernels::cpu::best_isa())));
-    }
+    const auto path = vm["isa"].as<std::string>().empty()
+                          ? attention::default_cpu_code_path()
+                          : attention::cpu_code_path(vm["isa"].as<std::string>(), "--isa");
+    settings.code_path = path.name;
     const std::string clock = vm["clock"].as<std::string>();
-    require_known({clock}, std::vector<std::string>{"wall", "cpu"}, "clock");
-    const bool cpu_clock = clock == "cpu";
+    require_known({clock}, {"wall", "cpu"}, "clock");
+    settings.cpu_clock = clock == "cpu";
     int threads = vm["threads"].as<int>();
     if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     torch::set_num_threads(threads);
@@ -233,80 +178,78 @@ int run(const std::vector<std::string>& args) {
 
     std::cout << "prism bench attention: causal self-attention of one layer, forward + backward\n"
               << "machine: " << machine_description() << "\n"
-              << fmt::format("fused kernel: {} code path, {} threads (set with --threads; default all cores)\n",
-                             kernels::cpu::isa_name(isa), torch::get_num_threads())
+              << fmt::format("fused kernel: code path {} ({}), {} threads (set with --threads; default all cores)\n",
+                             path.name, path.description, torch::get_num_threads())
+              << fmt::format("LibTorch (sdpa, reference): CPU capability {}\n", at::get_cpu_capability())
               << fmt::format("shape: width {}, H = {} / D heads, B = max(1, {} / T) sequences; q, k, v strided views "
                              "of one (B, T, 3, H, D) tensor\n",
                              width, width, tokens)
               << fmt::format("time: median of {} {} rounds after a warm-up round, back ends taking turns in each; "
                              "x sdpa, x ref and the telemetry overhead\n  are medians of per-round time ratios "
                              "measured in this run\n",
-                             repeat, cpu_clock ? "process-CPU-time" : "wall-clock")
+                             settings.repeat, settings.cpu_clock ? "process-CPU-time" : "wall-clock")
               << "peak extra: peak bytes allocated through LibTorch's CPU allocator during the warm-up forward + "
                  "backward,\n  above the live inputs (outputs, gradients, kernel workspaces, intermediates; "
-                 "oneDNN/OpenMP internal scratch not seen)\n\n";
+                 "oneDNN/OpenMP internal scratch not seen)\n";
+    if (settings.check)
+      std::cout << fmt::format("check: out, dq, dk, dv (and distance) of the warm-up round against the reference "
+                               "(sdpa where it is skipped), relative error in the Frobenius norm <= {:.0e} fp32, "
+                               "{:.0e} bf16\n",
+                               attention::bench_check_tolerance(torch::kFloat),
+                               attention::bench_check_tolerance(torch::kBFloat16));
     const std::string head = fmt::format("{:>5} {:>4} {:>5} {:>7}  {:<15} {:>9} {:>7} {:>8} {:>11}  {}", "T", "D",
                                          "dtype", "B x H", "back end", "time ms", "x sdpa", "x ref", "peak MiB", "note");
-    std::cout << head << "\n" << std::string(head.size() + 10, '-') << "\n";
+    std::cout << "\n" << head << "\n" << std::string(head.size() + 10, '-') << "\n";
 
-    int fused_cases = 0, beats_sdpa = 0, beats_half_ref = 0, ref_cases = 0, telemetry_ok = 0, telemetry_cases = 0;
+    Tally tally;
     for (auto T : Ts)
       for (auto D : Ds)
         for (const auto& dt : dtypes) {
-          const auto dtype = dt == "bf16" ? torch::kBFloat16 : torch::kFloat;
-          const Case c{std::max<int64_t>(1, tokens / T), T, width / D, D, dtype};
-          auto res = measure(c, backends, repeat, vm["reference-limit-gib"].as<double>(), cpu_clock, isa);
-          const Measure none;
-          const Measure& sdpa = res.count("sdpa") ? res["sdpa"] : none;
-          const Measure& ref = res.count("reference") ? res["reference"] : none;
-          for (const auto& b : backends) {
-            const Measure& m = res[b];
-            std::string note = m.skipped.empty() ? "" : "skipped: " + m.skipped;
-            if (b == "fused+distance" && m.ran && res.count("fused") && res["fused"].ran) {
-              const double overhead = paired_ratio(m, res["fused"]) - 1.0;
-              note = fmt::format("telemetry overhead {:+.1f}% vs fused", 100.0 * overhead);
-              ++telemetry_cases;
-              telemetry_ok += overhead <= 0.05;
-            }
-            if (b == "fused" && m.ran) {
-              if (sdpa.ran) {
-                ++fused_cases;
-                beats_sdpa += paired_ratio(m, sdpa) <= 1.0;
-              }
-              if (ref.ran) {
-                ++ref_cases;
-                beats_half_ref += paired_ratio(m, ref) <= 0.5;
-              }
-            }
-            std::cout << fmt::format("{:>5} {:>4} {:>5} {:>7}  {:<15} {:>9} {:>7} {:>8} {:>11}  {}\n", T, D, dt,
-                                     fmt::format("{}x{}", c.B, c.H), b, m.ran ? fmt::format("{:.1f}", m.ms) : "-",
-                                     ratio(m, sdpa), ratio(m, ref), m.ran ? fmt::format("{:.1f}", m.peak_mib) : "-",
-                                     note);
+          const attention::BenchCase c{std::max<int64_t>(1, tokens / T), T, width / D, D,
+                                       dt == "bf16" ? torch::kBFloat16 : torch::kFloat};
+          try {
+            auto res = attention::bench_attention_case(c, settings);
+            print_case(c, dt, settings.backends, res, tally);
+          } catch (const std::exception& e) {
+            ++tally.failed_cases;
+            std::cout << fmt::format("{:>5} {:>4} {:>5} {:>7}  FAILED: {}\n", T, D, dt,
+                                     fmt::format("{}x{}", c.B, c.H), e.what())
+                      << std::flush;
           }
-          std::cout << std::flush;
         }
     std::cout << fmt::format(
         "\ntargets: fused <= 1.0x sdpa in {}/{} cases; fused <= 0.5x reference in {}/{}; telemetry overhead <= 5% in "
         "{}/{}\n",
-        beats_sdpa, fused_cases, beats_half_ref, ref_cases, telemetry_ok, telemetry_cases);
+        tally.beats_sdpa, tally.fused_cases, tally.beats_half_ref, tally.ref_cases, tally.telemetry_ok,
+        tally.telemetry_cases);
     // Growth with T at one fixed small shape: linear for O(T) memory, x(T ratio)^2 for T x T buffers.
     if (Ts.size() >= 2) {
       const int64_t t0 = *std::min_element(Ts.begin(), Ts.end()), t1 = *std::max_element(Ts.begin(), Ts.end());
       std::cout << fmt::format("\npeak extra memory growth, B = H = 1, D = 64, fp32, T {} -> {} (x{} tokens):\n", t0, t1,
                                t1 / t0);
-      for (const auto& b : backends) {
-        const Case small0{1, t0, 1, 64, torch::kFloat}, small1{1, t1, 1, 64, torch::kFloat};
-        const double m0 = measure(small0, {b}, 1, 1e9, cpu_clock, isa)[b].peak_mib;
-        const double m1 = measure(small1, {b}, 1, 1e9, cpu_clock, isa)[b].peak_mib;
+      attention::BenchSettings once = settings;
+      once.repeat = 1;
+      once.reference_limit_gib = 1e9;
+      once.check = false;
+      for (const auto& b : settings.backends) {
+        once.backends = {b};
+        const double m0 = attention::bench_attention_case({1, t0, 1, 64, torch::kFloat}, once)[b].peak_mib;
+        const double m1 = attention::bench_attention_case({1, t1, 1, 64, torch::kFloat}, once)[b].peak_mib;
         std::cout << fmt::format("  {:<15} {:>9.2f} MiB -> {:>9.2f} MiB  (x{:.1f})\n", b, m0, m1, m1 / m0);
       }
+    }
+    if (tally.failed_checks + tally.failed_cases > 0) {
+      std::cout << fmt::format("\nFAILED: {} back-end check(s) out of tolerance, {} case(s) that did not run\n",
+                               tally.failed_checks, tally.failed_cases);
+      return 1;
     }
     return 0;
   });
 }
 
 const BenchRegistration reg{
-    {"attention", "attention back ends: forward+backward time and peak memory vs sdpa and reference", run}};
+    {"attention", "attention back ends: forward+backward time, peak memory and a correctness check vs sdpa and "
+                  "reference", run}};
 
 }  // namespace
 }  // namespace prism::cli

@@ -6,12 +6,19 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
-#include <thread>
+#include <ctime>
+#include <numeric>
 #include <iostream>
+#include <thread>
+
+#include <ATen/Version.h>
 
 #include "bench.h"
 #include "cli.h"
+#include "prism/attention/attention.h"
+#include "prism/attention/cpu_code_paths.h"
 #include "prism/error.h"
 #include "prism/model/cost.h"
 #include "prism/train/optimizer.h"
@@ -23,16 +30,25 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Peak matmul throughput measured here: square n x n matmuls, best of a few.
-double matmul_peak_flops(torch::ScalarType dtype, int64_t n = 2048) {
+double now_s(bool cpu_clock) {
+  if (cpu_clock) {
+    timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+  }
+  return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+}
+
+// Peak matmul throughput measured here: square n x n matmuls, best of a few,
+// on the clock the steps are timed with.
+double matmul_peak_flops(torch::ScalarType dtype, bool cpu_clock, int64_t n = 2048) {
   auto a = torch::randn({n, n}).to(dtype), b = torch::randn({n, n}).to(dtype);
   for (int i = 0; i < 2; ++i) torch::mm(a, b);
   double best = 0;
   for (int r = 0; r < 5; ++r) {
-    auto t = Clock::now();
+    const double t = now_s(cpu_clock);
     torch::mm(a, b);
-    double s = std::chrono::duration<double>(Clock::now() - t).count();
-    best = std::max(best, 2.0 * n * n * n / s);
+    best = std::max(best, 2.0 * n * n * n / (now_s(cpu_clock) - t));
   }
   return best;
 }
@@ -42,25 +58,92 @@ struct Measured {
   double loss = 0;
 };
 
-Measured time_prism(const ModelConfig& mc, const HeadSchedule& s, const std::string& backend, bool bf16, int64_t B,
-                    int64_t T, int steps, int warmup, const std::string& profile = "") {
-  TrainConfig tc;
-  tc.device = "cpu";
-  tc.threads = torch::get_num_threads();
-  tc.dtype = bf16 ? "bf16" : "fp32";
-  Execution exec = resolve_execution(tc);
-  torch::manual_seed(0);
-  GPT model(mc, s, attention::parse_backend(backend));
-  auto opt = make_adamw(*model, tc);
-  BatchSource next = random_token_batches(mc.vocab_size, B, T, 1);
-  Measured m;
-  for (int i = 0; i < warmup; ++i) optimizer_step(model, *opt, exec, next, 1, 1.0);
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+// A line on stderr every ~10 s while a run is long, so a slow machine is seen working.
+class Progress {
+ public:
+  explicit Progress(std::string what) : what_(std::move(what)), start_(Clock::now()), last_(start_) {
+    std::cerr << fmt::format("bench train: {} ...\n", what_) << std::flush;
+  }
+  void step(const char* phase, int done, int total) {
+    const auto now = Clock::now();
+    if (now - last_ < std::chrono::seconds(10)) return;
+    last_ = now;
+    std::cerr << fmt::format("bench train: {}: {} step {}/{}, {:.0f} s\n", what_, phase, done, total,
+                             std::chrono::duration<double>(now - start_).count())
+              << std::flush;
+  }
+
+ private:
+  std::string what_;
+  Clock::time_point start_, last_;
+};
+
+// One model in training on random tokens, stepped by the caller.
+struct Trainee {
+  Trainee(const ModelConfig& mc, const HeadSchedule& s, const std::string& backend, bool bf16, int64_t B, int64_t T)
+      : model(nullptr) {
+    TrainConfig tc;
+    tc.device = "cpu";
+    tc.threads = torch::get_num_threads();
+    tc.dtype = bf16 ? "bf16" : "fp32";
+    exec = resolve_execution(tc);
+    torch::manual_seed(0);
+    model = GPT(mc, s, attention::parse_backend(backend));
+    opt = make_adamw(*model, tc);
+    next = random_token_batches(mc.vocab_size, B, T, 1);
+  }
+  double step() { return optimizer_step(model, *opt, exec, next, 1, 1.0).loss; }
+
+  GPT model;
+  Execution exec;
+  std::unique_ptr<torch::optim::Optimizer> opt;
+  BatchSource next;
+};
+
+struct PairResult {
+  Measured uniform, prism;
+  double ratio = 0;  // Prism / uniform tokens/s: median over steps of the paired time ratios
+};
+
+// Uniform and Prism take turns step by step (warm-up, then timed), so load
+// from other processes spreads over both and the ratio compares steps made
+// under the same conditions.
+PairResult time_pair(const ModelConfig& mc, const HeadSchedule& uniform, const HeadSchedule& prism,
+                     const std::string& backend, bool bf16, int64_t B, int64_t T, int steps, int warmup,
+                     bool cpu_clock, const std::string& profile) {
+  Trainee u(mc, uniform, backend, bf16, B, T), p(mc, prism, backend, bf16, B, T);
+  Progress progress(fmt::format("{} Prism C++ {} and {}, steps taking turns", bf16 ? "bf16" : "fp32",
+                                uniform.compact(), prism.compact()));
+  for (int i = 0; i < warmup; ++i) {
+    u.step();
+    p.step();
+    progress.step("warm-up", i + 1, warmup);
+  }
   std::unique_ptr<torch::autograd::profiler::RecordProfile> prof;
   if (!profile.empty()) prof = std::make_unique<torch::autograd::profiler::RecordProfile>(profile);
-  auto t0 = Clock::now();
-  for (int i = 0; i < steps; ++i) m.loss = optimizer_step(model, *opt, exec, next, 1, 1.0).loss;
-  m.tokens_per_s = static_cast<double>(B * T * steps) / std::chrono::duration<double>(Clock::now() - t0).count();
-  return m;
+  std::vector<double> tu, tp, ratios;
+  PairResult r;
+  for (int i = 0; i < steps; ++i) {
+    double t0 = now_s(cpu_clock);
+    r.uniform.loss = u.step();
+    double t1 = now_s(cpu_clock);
+    r.prism.loss = p.step();
+    double t2 = now_s(cpu_clock);
+    tu.push_back(t1 - t0);
+    tp.push_back(t2 - t1);
+    ratios.push_back((t1 - t0) / (t2 - t1));
+    progress.step("timed", i + 1, steps);
+  }
+  auto sum = [](const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0); };
+  r.uniform.tokens_per_s = static_cast<double>(B * T * steps) / sum(tu);
+  r.prism.tokens_per_s = static_cast<double>(B * T * steps) / sum(tp);
+  r.ratio = median(ratios);
+  return r;
 }
 
 Measured time_pytorch(const std::string& python, const ModelConfig& mc, const HeadSchedule& s, bool bf16, int64_t B,
@@ -70,6 +153,9 @@ Measured time_pytorch(const std::string& python, const ModelConfig& mc, const He
       "--steps {} --warmup {} --dtype {} --threads {} 2>&1",
       python, reference_source_dir(), mc.d_model, fmt::join(s.heads(), ","), mc.vocab_size, mc.block_size, B, T, steps,
       warmup, bf16 ? "bf16" : "fp32", torch::get_num_threads());
+  std::cerr << fmt::format("bench train: {} PyTorch eager reference loop ({} + {} steps) ...\n", bf16 ? "bf16" : "fp32",
+                           warmup, steps)
+            << std::flush;
   FILE* p = popen(cmd.c_str(), "r");
   std::string out;
   char buf[4096];
@@ -88,7 +174,27 @@ const char* kUsage =
     "Times full training steps (forward, backward, clip, AdamW) on random tokens for the\n"
     "uniform and a Prism schedule, and the same uniform model in a PyTorch eager loop\n"
     "(test/reference/train_reference.py) with the same dtype and threads. Prints tokens/s,\n"
-    "ratios, and MFU against the matmul peak measured in the same run.";
+    "ratios, and MFU against the matmul peak measured in the same run.\n\n"
+    "--dtype auto (the default) runs fp32, and bf16 where the CPU multiplies bf16 natively\n"
+    "(AVX512-BF16): elsewhere LibTorch's bf16 matmuls take a fallback far slower than fp32,\n"
+    "and one line says it was skipped. --dtype bf16 or both runs bf16 anyway.\n"
+    "Progress goes to stderr every ~10 s.";
+
+// The attention back end `backend` resolves to for this model's head dims and
+// dtype, with the CPU code path when it is the fused kernel.
+std::string attention_path(const std::string& backend, const HeadSchedule& s, const ModelConfig& mc, bool bf16) {
+  attention::Options o;
+  o.backend = attention::parse_backend(backend);
+  std::vector<std::string> parts;
+  for (int64_t heads : s.heads()) {
+    const auto q = torch::empty({1, 1, heads, mc.d_model / heads}, bf16 ? torch::kBFloat16 : torch::kFloat);
+    const auto b = attention::resolve_backend(o, q);
+    std::string part = attention::backend_name(b);
+    if (b == attention::Backend::Fused) part += " (" + attention::default_cpu_code_path().name + ")";
+    if (std::find(parts.begin(), parts.end(), part) == parts.end()) parts.push_back(part);
+  }
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
 
 int run(const std::vector<std::string>& args) {
   return guarded("bench train", [&]() -> int {
@@ -100,11 +206,13 @@ int run(const std::vector<std::string>& args) {
         ("seq", po::value<int64_t>()->default_value(256), "sequence length T")
         ("steps", po::value<int>()->default_value(10), "timed steps")
         ("warmup", po::value<int>()->default_value(3), "untimed warm-up steps")
-        ("dtype", po::value<std::string>()->default_value("both"), "fp32 | bf16 | both")
+        ("dtype", po::value<std::string>()->default_value("auto"), "auto | fp32 | bf16 | both (auto: bf16 only with native bf16)")
         ("backend", po::value<std::string>()->default_value("auto"), "attention back end")
         ("threads", po::value<int>()->default_value(0), "intra-op threads (0: all cores)")
         ("no-reference", po::bool_switch(), "skip the PyTorch reference loop")
-        ("profile", po::value<std::string>(), "write a Chrome trace of the timed Prism steps (uniform) to this file")
+        ("profile", po::value<std::string>(), "write a Chrome trace of the timed steps (uniform and Prism) to this file")
+        ("clock", po::value<std::string>()->default_value("wall"),
+         "wall, or cpu (process CPU time: steadier on a shared machine with --threads 1)")
         ("python", po::value<std::string>()->default_value(reference_python()), "Python with torch for the reference");
     po::positional_options_description pos;
     po::variables_map vm;
@@ -121,22 +229,34 @@ int run(const std::vector<std::string>& args) {
                                                                            {mc.head_dim_base(), mc.n_layer - 4}}, mc.d_model);
     require_valid_schedule(prism, mc.n_layer, mc.d_model, mc.n_head);
     const std::string backend = vm["backend"].as<std::string>();
+    const std::string clock = vm["clock"].as<std::string>();
+    if (clock != "wall" && clock != "cpu") throw Error("unknown --clock " + clock, "prism bench train", "use wall or cpu");
+    const bool cpu_clock = clock == "cpu";
     const std::string dt = vm["dtype"].as<std::string>();
     std::vector<bool> dtypes;
-    if (dt == "fp32" || dt == "both") dtypes.push_back(false);
-    if (dt == "bf16" || dt == "both") dtypes.push_back(true);
-    if (dtypes.empty()) throw Error("unknown --dtype " + dt, "prism bench train", "use fp32, bf16 or both");
+    if (dt == "fp32" || dt == "both" || dt == "auto") dtypes.push_back(false);
+    if (dt == "bf16" || dt == "both" || (dt == "auto" && attention::cpu_has_native_bf16())) dtypes.push_back(true);
+    if (dtypes.empty()) throw Error("unknown --dtype " + dt, "prism bench train", "use auto, fp32, bf16 or both");
 
     const double flops_per_token = model_cost(mc, uniform, static_cast<int>(T)).train_flops_per_token;
     std::cout << "prism bench train: training steps (forward + backward + clip + AdamW), random tokens\n";
     std::cout << "machine: " << machine_description() << "\n";
     std::cout << fmt::format("model: {} ({} layers x {}, vocab {}), B={} T={}, {} timed steps after {} warm-up, attention {}\n",
                              vm["model"].as<std::string>(), mc.n_layer, mc.d_model, mc.vocab_size, B, T, steps, warmup, backend);
+    std::cout << fmt::format("CPU code paths: fused attention kernel {} ({}); LibTorch matmuls and SDPA: CPU capability {}\n",
+                             attention::default_cpu_code_path().name, attention::default_cpu_code_path().description,
+                             at::get_cpu_capability());
+    for (bool bf16 : dtypes)
+      std::cout << fmt::format("attention '{}' in {}: uniform -> {}; Prism -> {}\n", backend, bf16 ? "bf16" : "fp32",
+                               attention_path(backend, uniform, mc, bf16), attention_path(backend, prism, mc, bf16));
+    if (dt == "auto" && !attention::cpu_has_native_bf16())
+      std::cout << "bf16: skipped: this CPU has no native bf16 (AVX512-BF16), so LibTorch's bf16 matmuls would run "
+                   "a fallback far slower than fp32; --dtype bf16 runs it anyway\n";
     std::cout << fmt::format("training FLOPs per token (6N + attention, as nanoGPT counts): {:.3f} GFLOP\n\n", flops_per_token / 1e9);
     std::cout << fmt::format("{:<5} {:<34} {:>10} {:>11} {:>11} {:>12}\n", "dtype", "run", "tokens/s", "vs PyTorch",
                              "vs uniform", "MFU");
     for (bool bf16 : dtypes) {
-      const double peak = matmul_peak_flops(bf16 ? torch::kBFloat16 : torch::kFloat);
+      const double peak = matmul_peak_flops(bf16 ? torch::kBFloat16 : torch::kFloat, cpu_clock);
       const char* name = bf16 ? "bf16" : "fp32";
       Measured ref;
       if (!vm["no-reference"].as<bool>()) {
@@ -144,17 +264,20 @@ int run(const std::vector<std::string>& args) {
         std::cout << fmt::format("{:<5} {:<34} {:>10.0f} {:>11} {:>11} {:>11.1f}%\n", name, "PyTorch eager, uniform",
                                  ref.tokens_per_s, "1.00x", "", 100.0 * ref.tokens_per_s * flops_per_token / peak);
       }
-      auto u = time_prism(mc, uniform, backend, bf16, B, T, steps, warmup,
-                          vm.count("profile") ? vm["profile"].as<std::string>() + (bf16 ? ".bf16.json" : ".fp32.json") : "");
-      auto p = time_prism(mc, prism, backend, bf16, B, T, steps, warmup);
+      const auto pair = time_pair(mc, uniform, prism, backend, bf16, B, T, steps, warmup, cpu_clock,
+                                  vm.count("profile") ? vm["profile"].as<std::string>() + (bf16 ? ".bf16.json" : ".fp32.json") : "");
+      const Measured &u = pair.uniform, &p = pair.prism;
       auto vs_ref = [&](double v) { return ref.tokens_per_s > 0 ? fmt::format("{:.2f}x", v / ref.tokens_per_s) : std::string("-"); };
       std::cout << fmt::format("{:<5} {:<34} {:>10.0f} {:>11} {:>11} {:>11.1f}%\n", name, "Prism C++, uniform " + uniform.compact(),
                                u.tokens_per_s, vs_ref(u.tokens_per_s), "1.00x", 100.0 * u.tokens_per_s * flops_per_token / peak);
       std::cout << fmt::format("{:<5} {:<34} {:>10.0f} {:>11} {:>10.3f}x {:>11.1f}%\n", name, "Prism C++, " + prism.compact(),
-                               p.tokens_per_s, vs_ref(p.tokens_per_s), p.tokens_per_s / u.tokens_per_s,
+                               p.tokens_per_s, vs_ref(p.tokens_per_s), pair.ratio,
                                100.0 * p.tokens_per_s * flops_per_token / peak);
       std::cout << fmt::format("{:<5} matmul peak measured here: {:.1f} GFLOP/s (2048^3 {} mm)\n\n", "", peak / 1e9, name);
     }
+    std::cout << fmt::format("Prism and uniform steps take turns; vs uniform is the median over the {} timed steps of the "
+                             "paired {} time ratios.\n",
+                             steps, cpu_clock ? "process-CPU" : "wall-clock");
     std::cout << "MFU = tokens/s x training FLOPs per token / measured matmul peak of the same dtype.\n";
     return 0;
   });

@@ -1,30 +1,23 @@
-// Dispatch of the fused CPU attention kernel: picks the instruction set at run
-// time and defines the workspace layout every ISA's kernel uses.
+// Dispatch of the fused CPU attention kernel: which code paths this build and
+// this CPU have, the choice at run time (PRISM_CPU_ISA may select one), and
+// the workspace layout every code path uses.
 #include "cpu/attention_cpu.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
+#if defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
+#endif
 
+#include "cpu/attention_targets.h"
 #include "cpu/workspace.h"
 
 namespace prism::kernels::cpu {
 
-// One definition per ISA translation unit (attention_<isa>.cpp).
-namespace scalar {
-void forward(const AttentionForwardParams& p, const Launch& launch);
-void backward(const AttentionBackwardParams& p, const Launch& launch);
-}  // namespace scalar
-namespace avx512 {
-void forward(const AttentionForwardParams& p, const Launch& launch);
-void backward(const AttentionBackwardParams& p, const Launch& launch);
-}  // namespace avx512
-namespace avx512bf16 {
-void forward(const AttentionForwardParams& p, const Launch& launch);
-void backward(const AttentionBackwardParams& p, const Launch& launch);
-}  // namespace avx512bf16
-
 namespace {
+
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t pad16(int64_t n) { return ceil_div(n, 16) * 16; }
 int64_t take(int64_t& top, int64_t floats) {
@@ -32,38 +25,114 @@ int64_t take(int64_t& top, int64_t floats) {
   top += pad16(floats);
   return at;
 }
-}  // namespace
 
-bool isa_supported(Isa isa) {
-#if defined(__x86_64__) || defined(__i386__)
+const TargetKernel* kernel_of(Isa isa) {
+  if (isa == Isa::Avx512Bf16) return bf16_dot_kernel();
+  for (const auto& k : simd_kernels())
+    if (k.isa == isa) return &k;
+  return nullptr;
+}
+
+bool cpu_reports_avx512bf16() {
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
   __builtin_cpu_init();
-  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-  switch (isa) {
-    case Isa::Scalar: return true;
-    case Isa::Avx512: return avx512;
-    case Isa::Avx512Bf16: return avx512 && __builtin_cpu_supports("avx512bf16");
-  }
-  return false;
+  return __builtin_cpu_supports("avx512bf16");
 #else
-  return isa == Isa::Scalar;
+  return false;
 #endif
 }
 
-Isa best_isa() {
-  static const Isa best = isa_supported(Isa::Avx512Bf16) ? Isa::Avx512Bf16
-                          : isa_supported(Isa::Avx512)   ? Isa::Avx512
-                                                         : Isa::Scalar;
-  return best;
+// The pair products of the bf16 path run only on the AVX512-BF16 build.
+bool pair_path(DType dtype, Isa isa) { return dtype == DType::BF16 && isa == Isa::Avx512Bf16; }
+
+const Isa kAllIsas[] = {Isa::Avx512Bf16, Isa::Avx512, Isa::Avx2, Isa::Sve2_128, Isa::Sve256, Isa::Sve2,
+                        Isa::Sve,        Isa::Neon,   Isa::Portable, Isa::Scalar};
+
+}  // namespace
+
+const std::vector<Isa>& compiled_isas() {
+  static const std::vector<Isa> isas = [] {
+    std::vector<Isa> v;
+    for (Isa isa : kAllIsas)
+      if (isa == Isa::Scalar || kernel_of(isa)) v.push_back(isa);
+    return v;
+  }();
+  return isas;
+}
+
+bool isa_supported(Isa isa) {
+  if (isa == Isa::Scalar) return true;
+  const TargetKernel* k = kernel_of(isa);
+  if (!k || !(hwy_supported_targets() & k->hwy_target)) return false;
+  if (isa == Isa::Avx512Bf16 && !cpu_reports_avx512bf16()) return false;
+  // A 64-wide tile must be a whole number of vectors: SVE lengths of 384 or
+  // 640 bits (12 or 20 floats) are not, and take the NEON path instead.
+  const int64_t n = k->vector_floats();
+  return n <= 16 && 64 % n == 0;
 }
 
 const char* isa_name(Isa isa) {
   switch (isa) {
     case Isa::Scalar: return "scalar";
+    case Isa::Portable: return "portable";
+    case Isa::Avx2: return "avx2";
     case Isa::Avx512: return "avx512";
     case Isa::Avx512Bf16: return "avx512_bf16";
+    case Isa::Neon: return "neon";
+    case Isa::Sve: return "sve";
+    case Isa::Sve2: return "sve2";
+    case Isa::Sve256: return "sve_256";
+    case Isa::Sve2_128: return "sve2_128";
   }
   return "?";
+}
+
+std::string isa_description(Isa isa) {
+  switch (isa) {
+    case Isa::Scalar: return "scalar C++ reference in double precision (for tests, never chosen by auto)";
+    case Isa::Portable: return "Highway's portable baseline target (EMU128, or SCALAR on GCC < 12.3): plain C++";
+    case Isa::Avx2: return "Highway AVX2 target: 256-bit AVX2 + FMA";
+    case Isa::Avx512: return "Highway AVX3 target: 512-bit AVX-512 F/BW/DQ/VL";
+    case Isa::Avx512Bf16: return "Highway AVX3 target + AVX512-BF16 pair dot products for bf16 inputs";
+    case Isa::Neon: return "Highway NEON target: 128-bit Arm NEON";
+    case Isa::Sve: return "Highway SVE target: Arm SVE, vector length read at run time";
+    case Isa::Sve2: return "Highway SVE2 target: Arm SVE2, vector length read at run time";
+    case Isa::Sve256: return "Highway SVE_256 target: Arm SVE with 256-bit vectors";
+    case Isa::Sve2_128: return "Highway SVE2_128 target: Arm SVE2 with 128-bit vectors";
+  }
+  return "?";
+}
+
+Isa isa_by_name(const std::string& name) {
+  std::string names;
+  for (Isa isa : compiled_isas()) {
+    if (name == isa_name(isa)) return isa;
+    names += (names.empty() ? "" : ", ") + std::string(isa_name(isa));
+  }
+  throw std::invalid_argument("unknown CPU code path '" + name + "'; this build has: " + names);
+}
+
+bool cpu_has_native_bf16() {
+#if defined(__aarch64__) && defined(__linux__)
+  return (getauxval(AT_HWCAP2) & (1ul << 14)) != 0;  // HWCAP2_BF16: BFDOT, BFMMLA
+#else
+  return cpu_reports_avx512bf16();
+#endif
+}
+
+Isa best_isa() {
+  static const Isa best = [] {
+    if (const char* env = std::getenv("PRISM_CPU_ISA"); env && *env) {
+      const Isa isa = isa_by_name(env);
+      if (!isa_supported(isa))
+        throw std::invalid_argument(std::string("PRISM_CPU_ISA=") + env + ": this CPU cannot run that code path");
+      return isa;
+    }
+    for (Isa isa : compiled_isas())
+      if (isa_supported(isa)) return isa;
+    return Isa::Scalar;
+  }();
+  return best;
 }
 
 ForwardLayout forward_layout(const AttentionForwardParams& p, int num_threads, Isa /*isa*/) {
@@ -88,17 +157,20 @@ ForwardLayout forward_layout(const AttentionForwardParams& p, int num_threads, I
 BackwardLayout backward_layout(const AttentionBackwardParams& p, int num_threads, Isa isa) {
   BackwardLayout l;
   // The bf16 pair path keeps q and dout as bf16: half the floats.
-  const bool pairs = p.dtype == DType::BF16 && isa == Isa::Avx512Bf16;
+  const bool pairs = pair_path(p.dtype, isa);
   const int64_t bh = p.batch * p.heads, T = p.seq_len, D = p.head_dim, dp = pad16(D);
   const int64_t nqb = ceil_div(T, kBlockQ), nkb = ceil_div(T, kBlockK);
   // Enough work items to keep every thread busy: split the key blocks of each
   // (b, h) when there are few of them; each split keeps its own dq partial sum.
   if (num_threads > 1 && bh < 2 * num_threads)
     l.nsplit = std::max<int64_t>(1, std::min(nkb, ceil_div(2 * num_threads, bh)));
-  l.dq_direct = p.dtype == DType::F32;
-  l.n_partial = l.nsplit > 1 ? l.nsplit - (l.dq_direct ? 1 : 0) : 0;
+  // dq is summed in fp32 workspace rows, dense per (b, h), and written out
+  // once at the end: summing into the caller's dq, whose rows are H D apart,
+  // spreads every pass over thousands of pages (measured: AVX2 backward 20%
+  // slower at T 4096, AVX-512 11%).
+  l.n_partial = l.nsplit > 1 ? l.nsplit : 0;
   int64_t top = 0;
-  if (l.n_partial > 0) l.dq_partial = take(top, l.n_partial * bh * T * D);
+  if (l.n_partial > 0) l.dq_partial = take(top, l.n_partial * bh * T * dp);
   l.scratch = top;
   int64_t t = 0;
   l.rows = take(t, (pairs ? 1 : 2) * nqb * kBlockQ * dp);
@@ -106,7 +178,7 @@ BackwardLayout backward_layout(const AttentionBackwardParams& p, int num_threads
   l.q_packed = take(t, nqb * l.pack_stride);
   l.dout_packed = take(t, nqb * l.pack_stride);
   l.delta = take(t, nqb * kBlockQ);
-  if (p.dtype == DType::BF16 && l.nsplit == 1) l.dq_acc = take(t, T * D);
+  if (l.nsplit == 1) l.dq_acc = take(t, T * dp);
   l.tiles = take(t, 2 * kBlockK * kBlockQ + 4 * kBlockK * dp + kBlockK * dp);
   if (pairs) l.pair_tiles = take(t, 3 * kBlockK * kBlockQ / 2);
   l.per_thread = t;
@@ -115,10 +187,12 @@ BackwardLayout backward_layout(const AttentionBackwardParams& p, int num_threads
 }
 
 std::size_t forward_workspace_bytes(const AttentionForwardParams& p, int num_threads, Isa isa) {
+  if (isa == Isa::Scalar) return 0;
   return static_cast<std::size_t>(forward_layout(p, num_threads, isa).total) * sizeof(float);
 }
 
 std::size_t backward_workspace_bytes(const AttentionBackwardParams& p, int num_threads, Isa isa) {
+  if (isa == Isa::Scalar) return 0;
   return static_cast<std::size_t>(backward_layout(p, num_threads, isa).total) * sizeof(float);
 }
 
@@ -127,26 +201,21 @@ void check(DType dtype, Isa isa, const char* who) {
   if (dtype != DType::F32 && dtype != DType::BF16)
     throw std::invalid_argument(std::string(who) + ": only fp32 and bf16 inputs are supported");
   if (!isa_supported(isa))
-    throw std::invalid_argument(std::string(who) + ": " + isa_name(isa) + " is not supported by this CPU");
+    throw std::invalid_argument(std::string(who) + ": this CPU (or build) cannot run the " + isa_name(isa) +
+                                " code path");
 }
 }  // namespace
 
 void attention_forward(const AttentionForwardParams& p, const Launch& launch) {
   check(p.dtype, launch.isa, "attention_forward");
-  switch (launch.isa) {
-    case Isa::Scalar: return scalar::forward(p, launch);
-    case Isa::Avx512: return avx512::forward(p, launch);
-    case Isa::Avx512Bf16: return avx512bf16::forward(p, launch);
-  }
+  if (launch.isa == Isa::Scalar) return reference::forward(p, launch);
+  kernel_of(launch.isa)->forward(p, launch);
 }
 
 void attention_backward(const AttentionBackwardParams& p, const Launch& launch) {
   check(p.dtype, launch.isa, "attention_backward");
-  switch (launch.isa) {
-    case Isa::Scalar: return scalar::backward(p, launch);
-    case Isa::Avx512: return avx512::backward(p, launch);
-    case Isa::Avx512Bf16: return avx512bf16::backward(p, launch);
-  }
+  if (launch.isa == Isa::Scalar) return reference::backward(p, launch);
+  kernel_of(launch.isa)->backward(p, launch);
 }
 
 }  // namespace prism::kernels::cpu

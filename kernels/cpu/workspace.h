@@ -1,8 +1,9 @@
 #pragma once
 // Where each buffer lives in the caller's workspace, shared by the dispatcher
-// (which reports the size) and every ISA's kernel (which carves it). Offsets are
-// in floats from the workspace start, each 64-byte aligned. Defined in
-// attention_cpu.cpp only, so no ISA-specific copy of this code exists.
+// (which reports the size) and every instruction set's kernel (which carves
+// it). Offsets are in floats from the workspace start, each 64-byte aligned;
+// rows of D floats are padded to pad16(D). Defined in attention_cpu.cpp only,
+// so no per-target copy of this code exists.
 #include <cstdint>
 
 #include "common/attention_params.h"
@@ -28,16 +29,15 @@ struct ForwardLayout {
 
 struct BackwardLayout {
   int64_t nsplit = 1;       // key blocks of one (b, h) are split over this many work items
-  bool dq_direct = true;    // split 0 sums straight into dq (fp32 output)
-  int64_t n_partial = 0;    // the other splits' fp32 dq sums (all splits' for bf16), when nsplit > 1
-  int64_t dq_partial = -1;  // n_partial x (B, H, T, D)
+  int64_t n_partial = 0;    // the splits' fp32 dq sums, when nsplit > 1
+  int64_t dq_partial = -1;  // n_partial x (B, H, T, pad16(D))
   // Per thread, for the (b, h) it works on, offsets from the thread's base:
   int64_t rows = 0;         // dense fp32 q and dout rows (bf16 path: row pairs), 2 x T x pad16(D)
   int64_t pack_stride = 0;  // floats per query block in q_packed and dout_packed
   int64_t q_packed = 0;     // per query block: D x kBlockQ, transposed (and scaled); bf16 pairs on the pair path
   int64_t dout_packed = 0;  // the same for dout
   int64_t delta = 0;        // T: rowsum(dout * o)
-  int64_t dq_acc = -1;      // bf16 with one split: fp32 dq sums, T x D
+  int64_t dq_acc = -1;      // one split: fp32 dq sums, T x pad16(D)
   int64_t tiles = 0;        // P and dS tiles, dK and dV sums, dense k and v tiles (+ bf16 k, v)
   int64_t pair_tiles = -1;  // bf16 path: P^T, dS^T and dS^T row pairs in bf16, 3 x kBlockK x kBlockQ bf16
   int64_t per_thread = 0;

@@ -6,7 +6,8 @@
 // V_n loads while S = Q K_n^T and the softmax run, K_{n+1} while O += P V_n).
 // Online softmax in the exp2 domain; tiles past the diagonal are never visited,
 // and only tiles that cross it are masked. Per row it keeps m (running max),
-// l (sum of p) and, for the distance telemetry, sum_j p_ij * j.
+// l (sum of p) and, for the distance telemetry, sum_j p_ij (i - j): accumulated as
+// it is, since i - sum_j p_ij j / l cancels catastrophically for a local head at large i.
 #include "common.cuh"
 
 namespace prism::kernels::cuda {
@@ -61,7 +62,7 @@ __global__ void __launch_bounds__(ForwardConfig<D>::kThreads)
   float acc_o[kDF][4];
   zero(acc_o);
   // Row state for this thread's two rows (g and g + 8 of the warp's 16).
-  float row_m[2] = {-INFINITY, -INFINITY}, row_l[2] = {0.f, 0.f}, row_lj[2] = {0.f, 0.f};
+  float row_m[2] = {-INFINITY, -INFINITY}, row_l[2] = {0.f, 0.f}, row_ld[2] = {0.f, 0.f};
   const int row0 = m_start + warp * 16 + g;  // global query index of row 0; row 1 is row0 + 8
   const float scale_log2 = p.scale * kLog2e;
 
@@ -99,7 +100,8 @@ __global__ void __launch_bounds__(ForwardConfig<D>::kThreads)
       const float m_use = m_new == -INFINITY ? 0.f : m_new;
       alpha[r] = exp2f(row_m[r] - m_use);
       row_m[r] = m_new;
-      float sum = 0.f, sum_j = 0.f;
+      float sum = 0.f, sum_d = 0.f;
+      const int row = row0 + 8 * r;
 #pragma unroll
       for (int nf = 0; nf < kNF; ++nf)
 #pragma unroll
@@ -107,11 +109,12 @@ __global__ void __launch_bounds__(ForwardConfig<D>::kThreads)
           const float pv = exp2f(s[nf][2 * r + e] - m_use);
           s[nf][2 * r + e] = pv;
           sum += pv;
-          if constexpr (kDistance) sum_j += pv * static_cast<float>(n_start + nf * 8 + 2 * q4 + e);
+          // Masked keys (col > row) have pv = 0.
+          if constexpr (kDistance) sum_d += pv * static_cast<float>(row - (n_start + nf * 8 + 2 * q4 + e));
         }
       // Partial sums per lane; the quad is reduced once at the end (alpha is the same on all four).
       row_l[r] = row_l[r] * alpha[r] + sum;
-      if constexpr (kDistance) row_lj[r] = row_lj[r] * alpha[r] + sum_j;
+      if constexpr (kDistance) row_ld[r] = row_ld[r] * alpha[r] + sum_d;
     }
 #pragma unroll
     for (int df = 0; df < kDF; ++df) {
@@ -146,19 +149,19 @@ __global__ void __launch_bounds__(ForwardConfig<D>::kThreads)
     }
   }
 
-  // Finish the rows: O / l, lse = ln(sum exp(scale * s)), distance = i - sum_j p_ij j.
+  // Finish the rows: O / l, lse = ln(sum exp(scale * s)), distance = sum_j p_ij (i - j) / l.
   float inv_l[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const float l = quad_sum(row_l[r]);
     inv_l[r] = l > 0.f ? 1.f / l : 0.f;
     const int row = row0 + 8 * r;
-    float lj = 0.f;
-    if constexpr (kDistance) lj = quad_sum(row_lj[r]);
+    float ld = 0.f;
+    if constexpr (kDistance) ld = quad_sum(row_ld[r]);
     if (q4 == 0 && row < T_len) {
       const int64_t idx = bh * T_len + row;
       p.lse[idx] = row_m[r] * kLn2 + logf(l);
-      if constexpr (kDistance) p.distance[idx] = static_cast<float>(row) - lj * inv_l[r];
+      if constexpr (kDistance) p.distance[idx] = ld * inv_l[r];
     }
   }
 

@@ -57,11 +57,13 @@ __global__ void __launch_bounds__(SimtConfig::kThreads) forward_simt_kernel(cons
   const float* v = row_ptr(static_cast<const float*>(p.v), p.v_stride, b, 0, h);
 
   load_rows_f32<D>(sQ, D, q, p.q_stride.seq, m_start, C::kRows, T_len);
-  float o[C::kRowsPerWarp][kDL], m[C::kRowsPerWarp], l[C::kRowsPerWarp], lj[C::kRowsPerWarp];
+  // Per row: m, l and the distance accumulator sum_j p_ij (i - j) (as it is:
+  // i - sum_j p_ij j / l would cancel for a local head at large i).
+  float o[C::kRowsPerWarp][kDL], m[C::kRowsPerWarp], l[C::kRowsPerWarp], ld[C::kRowsPerWarp];
 #pragma unroll
   for (int i = 0; i < C::kRowsPerWarp; ++i) {
     m[i] = -INFINITY;
-    l[i] = lj[i] = 0.f;
+    l[i] = ld[i] = 0.f;
 #pragma unroll
     for (int dd = 0; dd < kDL; ++dd) o[i][dd] = 0.f;
   }
@@ -84,7 +86,7 @@ __global__ void __launch_bounds__(SimtConfig::kThreads) forward_simt_kernel(cons
       const float pv = expf(s - m_use);
       m[i] = m_new;
       l[i] = l[i] * alpha + pv;  // per lane; reduced at the end
-      if constexpr (kDistance) lj[i] = lj[i] * alpha + pv * static_cast<float>(key);
+      if constexpr (kDistance) ld[i] = ld[i] * alpha + pv * static_cast<float>(row - key);  // masked: pv = 0
 #pragma unroll
       for (int dd = 0; dd < kDL; ++dd) o[i][dd] *= alpha;
 #pragma unroll 4
@@ -101,14 +103,14 @@ __global__ void __launch_bounds__(SimtConfig::kThreads) forward_simt_kernel(cons
     const int row = m_start + warp * C::kRowsPerWarp + i;
     const float sum = warp_sum(l[i]);
     const float inv = sum > 0.f ? 1.f / sum : 0.f;
-    float sum_j = 0.f;
-    if constexpr (kDistance) sum_j = warp_sum(lj[i]);
+    float sum_d = 0.f;
+    if constexpr (kDistance) sum_d = warp_sum(ld[i]);
     if (row < T_len) {
 #pragma unroll
       for (int dd = 0; dd < kDL; ++dd) out[static_cast<int64_t>(row) * p.o_stride.seq + lane + 32 * dd] = o[i][dd] * inv;
       if (lane == 0) {
         p.lse[bh * T_len + row] = m[i] + logf(sum);
-        if constexpr (kDistance) p.distance[bh * T_len + row] = static_cast<float>(row) - sum_j * inv;
+        if constexpr (kDistance) p.distance[bh * T_len + row] = sum_d * inv;
       }
     }
   }

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "attention/attention_testing.h"
-#include "cpu/attention_cpu.h"
 #include "prism/attention/attention.h"
+#include "prism/attention/cpu_code_paths.h"
 #include "prism/error.h"
 #include "prism/model/gpt.h"
 
@@ -41,9 +41,12 @@ void require_error(F&& f, const std::vector<std::string>& fragments) {
 
 }  // namespace
 
-TEST_CASE("auto picks the fused kernel on an AVX-512 CPU for fp32 and bf16 without dropout", "[attention]") {
-  const bool fast = kernels::cpu::best_isa() != kernels::cpu::Isa::Scalar;
-  if (!fast) WARN("no AVX-512 on this CPU: auto is expected to pick SDPA / the reference");
+TEST_CASE("auto picks the fused kernel on a measured SIMD code path for fp32 and bf16 without dropout",
+          "[attention]") {
+  const auto path = attention::default_cpu_code_path();
+  const bool fast = path.auto_eligible;
+  CHECK(fast == (path.name == "avx2" || path.name == "avx512" || path.name == "avx512_bf16"));
+  if (!fast) WARN("code path " << path.name << " is not one auto trusts: auto is expected to pick SDPA / the reference");
   for (auto dtype : {torch::kFloat, torch::kBFloat16})
     for (int64_t D : {16, 64, 512, 768})
       for (bool distance : {false, true}) {

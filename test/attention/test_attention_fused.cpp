@@ -1,6 +1,8 @@
-// The fused CPU kernel beyond the shape grid: every compiled instruction set,
-// odd shapes and strides, thread counts, distance telemetry from explicit
-// probabilities, and memory that grows with T (never T x T).
+// The fused CPU kernel beyond the shape grid: every code path (instruction
+// set) this CPU runs against the fp64 truth and the scalar reference, odd
+// shapes and strides, thread counts, distance telemetry from explicit
+// probabilities (and its precision for a local head at long context), and
+// memory that grows with T (never T x T).
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 #include <torch/torch.h>
@@ -8,28 +10,35 @@
 #include "attention/attention_testing.h"
 #include "prism/attention/allocation_tracker.h"
 #include "prism/attention/attention.h"
+#include "prism/attention/cpu_code_paths.h"
 #include "prism/attention/fused.h"
+#include "prism/error.h"
 
 using namespace prism;
 using namespace prism::test;
-namespace kc = prism::kernels::cpu;
 
 namespace {
 
-Attend fused(kc::Isa isa = kc::best_isa(), int threads = 0, bool distance = true) {
+// The fused kernel on one code path ("" = the default one).
+Attend fused(const std::string& code_path = "", int threads = 0, bool distance = true) {
   return [=](const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
     attention::FusedOptions o;
     o.want_distance = distance;
-    o.isa = isa;
+    o.code_path = code_path;
     o.num_threads = threads;
     return attention::fused_attention(q, k, v, o);
   };
 }
 
-void check_against_truth(const std::string& where, const Qkv& in, const torch::Tensor& dout, const Attend& attend) {
-  auto truth = reference_fp64(in.q, in.k, in.v, dout);
-  auto got = run_with_grads(in.q, in.k, in.v, dout, attend);
-  const bool bf16 = in.q.scalar_type() == torch::kBFloat16;
+// Every code path this CPU runs, the scalar reference included.
+std::vector<std::string> runnable_code_paths() {
+  std::vector<std::string> names;
+  for (const auto& p : attention::cpu_code_paths())
+    if (p.supported) names.push_back(p.name);
+  return names;
+}
+
+void check_result(const std::string& where, const AttentionResult& got, const AttentionResult& truth, bool bf16) {
   auto check = bf16 ? check_bf16 : check_fp32;
   check(where + ": output", got.out, truth.out);
   check(where + ": dq", got.dq, truth.dq);
@@ -39,24 +48,65 @@ void check_against_truth(const std::string& where, const Qkv& in, const torch::T
     check_close(where + ": distance", got.distance, truth.distance, bf16 ? 2e-2 : 1e-5, bf16 ? 2e-2 : 1e-4);
 }
 
+void check_against_truth(const std::string& where, const Qkv& in, const torch::Tensor& dout, const Attend& attend) {
+  auto truth = reference_fp64(in.q, in.k, in.v, dout);
+  auto got = run_with_grads(in.q, in.k, in.v, dout, attend);
+  check_result(where, got, truth, in.q.scalar_type() == torch::kBFloat16);
+}
+
 }  // namespace
 
-TEST_CASE("every instruction set this CPU has gives the same fused attention", "[attention]") {
+TEST_CASE("every code path this CPU runs matches the fp64 truth and the scalar reference", "[attention]") {
   torch::manual_seed(11);
-  for (kc::Isa isa : {kc::Isa::Scalar, kc::Isa::Avx512, kc::Isa::Avx512Bf16}) {
-    if (!kc::isa_supported(isa)) {
-      WARN(fmt::format("{} not supported by this CPU: not tested here", kc::isa_name(isa)));
-      continue;
+  const auto paths = runnable_code_paths();
+  for (const auto& p : attention::cpu_code_paths())
+    if (!p.supported) WARN(fmt::format("code path {} not supported by this CPU: not tested here", p.name));
+  REQUIRE(paths.back() == "scalar");
+  // Head dims: odd (24), every compiled instance (32, 64, 128, 256) and a generic one (96);
+  // lengths: one partial tile, several tiles with a ragged end.
+  struct Shape {
+    int64_t B, T, H, D;
+  };
+  for (auto dtype : {torch::kFloat, torch::kBFloat16})
+    for (Shape s : {Shape{2, 7, 2, 24}, Shape{2, 65, 2, 32}, Shape{1, 130, 2, 64}, Shape{2, 130, 1, 96},
+                    Shape{1, 70, 1, 128}, Shape{1, 70, 1, 256}}) {
+      auto in = make_qkv(s.B, s.T, s.H, s.D, dtype);
+      auto dout = torch::randn({s.B, s.T, s.H, s.D}, torch::kDouble).to(dtype);
+      const bool bf16 = dtype == torch::kBFloat16;
+      const auto truth = reference_fp64(in.q, in.k, in.v, dout);
+      const auto scalar = run_with_grads(in.q, in.k, in.v, dout, fused("scalar"));
+      for (const auto& path : paths) {
+        const std::string where = fmt::format("{} {} B={} T={} H={} D={}", path, c10::toString(dtype), s.B, s.T, s.H, s.D);
+        const auto got = path == "scalar" ? scalar : run_with_grads(in.q, in.k, in.v, dout, fused(path));
+        check_result(where, got, truth, bf16);
+        if (path == "scalar") continue;
+        // Against the scalar reference on the same inputs, too: SIMD and scalar agree as closely as fp32 allows.
+        check_result(where + " vs scalar", got, scalar, bf16);
+      }
     }
-    for (auto dtype : {torch::kFloat, torch::kBFloat16})
-      for (int64_t T : {7, 65, 130})
-        for (int64_t D : {24, 64, 96}) {
-          auto in = make_qkv(2, T, 2, D, dtype);
-          auto dout = torch::randn({2, T, 2, D}, torch::kDouble).to(dtype);
-          check_against_truth(fmt::format("{} {} T={} D={}", kc::isa_name(isa), c10::toString(dtype), T, D), in, dout,
-                              fused(isa));
-        }
+}
+
+TEST_CASE("the fused kernel's code paths are listed, and a bad one is refused with the choices", "[attention]") {
+  const auto paths = attention::cpu_code_paths();
+  REQUIRE(!paths.empty());
+  CHECK(paths.back().name == "scalar");
+  CHECK(paths.back().supported);
+  CHECK_FALSE(paths.back().auto_eligible);
+  const auto def = attention::default_cpu_code_path();
+  CHECK(def.supported);
+  CHECK(def.name != "scalar");  // the reference is never the default
+  try {
+    attention::cpu_code_path("avx9000", "test");
+    FAIL("no prism::Error for an unknown code path");
+  } catch (const Error& e) {
+    INFO(e.what());
+    CHECK(std::string(e.what()).find("avx9000") != std::string::npos);
+    CHECK(e.fix().find(def.name) != std::string::npos);
   }
+  auto in = make_qkv(1, 8, 1, 16, torch::kFloat);
+  attention::FusedOptions o;
+  o.code_path = "avx9000";
+  CHECK_THROWS_AS(attention::fused_attention(in.q, in.k, in.v, o), Error);
 }
 
 TEST_CASE("fused attention handles odd shapes", "[attention]") {
@@ -148,8 +198,8 @@ TEST_CASE("fused attention gives the same result on any thread count", "[attenti
     for (auto [B, H] : {std::pair<int64_t, int64_t>{1, 1}, {2, 5}}) {
       auto in = make_qkv(B, 333, H, 64, dtype);
       auto dout = torch::randn({B, 333, H, 64}).to(dtype);
-      auto one = run_with_grads(in.q, in.k, in.v, dout, fused(kc::best_isa(), 1));
-      auto three = run_with_grads(in.q, in.k, in.v, dout, fused(kc::best_isa(), 3));
+      auto one = run_with_grads(in.q, in.k, in.v, dout, fused("", 1));
+      auto three = run_with_grads(in.q, in.k, in.v, dout, fused("", 3));
       INFO(c10::toString(dtype) << " B=" << B << " H=" << H);
       CHECK(torch::equal(one.out, three.out));  // forward work items do not share sums
       CHECK(torch::equal(one.distance, three.distance));
@@ -210,4 +260,87 @@ TEST_CASE("fused attention allocates memory linear in T, never T x T", "[attenti
   CHECK(ref_4k / ref_1k > 12.0);       // the probe sees the reference's T x T matrices
   // Extra memory of the fused op, bounded by its inputs' size: outputs, grads, workspace.
   CHECK(fused_4k < 16.0 * 2048 * 2 * 64 * 4);
+}
+
+namespace {
+
+// A sharply local head at long context: q_i = k_i = a (cos w_f i, sin w_f i)_f
+// with rotary-style frequencies, so the score of key j falls off with |i - j|
+// and the probability mass sits within a few tokens of the query. Its distance
+// is ~1 token while i runs to T - 1.
+Qkv local_head(int64_t T, int64_t D, double a, torch::ScalarType dtype) {
+  auto pos = torch::arange(T, torch::kDouble).unsqueeze(1);
+  auto freq = torch::pow(10000.0, -torch::arange(D / 2, torch::kDouble) / static_cast<double>(D / 2)).unsqueeze(0);
+  auto x = torch::cat({torch::cos(pos * freq), torch::sin(pos * freq)}, 1) * a;  // (T, D)
+  Qkv r;
+  auto v = torch::randn({T, D}, torch::kDouble);
+  r.qkv = torch::stack({x, x, v}, 1).reshape({1, T, 3, 1, D}).to(dtype);
+  r.q = r.qkv.select(2, 0);
+  r.k = r.qkv.select(2, 1);
+  r.v = r.qkv.select(2, 2);
+  return r;
+}
+
+// sum_j p_ij (i - j) in fp64 from the inputs' exact values, a block of rows at a time.
+torch::Tensor distance_fp64(const Qkv& in) {
+  const int64_t T = in.q.size(1), D = in.q.size(3);
+  auto q = in.q.to(torch::kDouble).reshape({T, D}), k = in.k.to(torch::kDouble).reshape({T, D});
+  auto out = torch::empty({T}, torch::kDouble);
+  auto j = torch::arange(T, torch::kDouble).unsqueeze(0);
+  for (int64_t i0 = 0; i0 < T; i0 += 512) {
+    const int64_t n = std::min<int64_t>(512, T - i0);
+    auto i = torch::arange(i0, i0 + n, torch::kDouble).unsqueeze(1);
+    auto s = torch::matmul(q.narrow(0, i0, n), k.t()) / std::sqrt(static_cast<double>(D));
+    auto p = torch::softmax(s.masked_fill(j > i, -std::numeric_limits<double>::infinity()), -1);
+    out.narrow(0, i0, n).copy_((p * (i - j).clamp_min(0)).sum(-1));
+  }
+  return out;
+}
+
+// What i - sum_j p_ij j / l gives in fp32 on the same probabilities (summed in
+// order, each term rounded once): the cancellation the kernels used to have.
+double old_formula_worst_error(const Qkv& in, const torch::Tensor& truth) {
+  const int64_t T = in.q.size(1), D = in.q.size(3);
+  auto q = in.q.to(torch::kDouble).reshape({T, D}), k = in.k.to(torch::kDouble).reshape({T, D});
+  double worst = 0;
+  for (int64_t i = T - 512; i < T; ++i) {
+    auto s = torch::matmul(k.narrow(0, 0, i + 1), q[i]) / std::sqrt(static_cast<double>(D));
+    auto p = torch::softmax(s, 0).to(torch::kFloat);
+    const float* pp = p.data_ptr<float>();
+    float sum_pj = 0.0f;
+    for (int64_t j = 0; j <= i; ++j) sum_pj += pp[j] * static_cast<float>(j);
+    const float old = static_cast<float>(i) - sum_pj;
+    worst = std::max(worst, std::abs(static_cast<double>(old) - truth[i].item<double>()));
+  }
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("distance stays precise for a sharply local head at long context", "[attention]") {
+  // Accumulating sum_j p_ij (i - j) keeps fp32's relative precision on a
+  // distance of ~1 token; i - sum_j p_ij j / l subtracts two numbers near i
+  // (~4000) and keeps only its absolute precision there.
+  const int64_t T = 4096, D = 32;
+  const double bound = 1e-4;  // tokens
+  for (auto dtype : {torch::kFloat, torch::kBFloat16}) {
+    const auto in = local_head(T, D, 2.75, dtype);
+    const auto truth = distance_fp64(in);
+    INFO(c10::toString(dtype) << ": mean distance " << truth.mean().item<double>() << " tokens, max "
+                              << truth.max().item<double>());
+    REQUIRE(truth.narrow(0, T / 2, T / 2).max().item<double>() < 4.0);  // the head is local
+    if (dtype == torch::kFloat) {
+      // The bound is tight enough to catch the old formula's cancellation.
+      const double old = old_formula_worst_error(in, truth);
+      INFO("old formula in fp32: worst error " << old << " tokens");
+      CHECK(old > bound);
+    }
+    for (const auto& path : runnable_code_paths()) {
+      torch::NoGradGuard no_grad;
+      auto got = fused(path, 0, true)(in.q, in.k, in.v).distance.reshape({T}).to(torch::kDouble);
+      const double worst = (got - truth).abs().max().item<double>();
+      INFO(path << ": worst distance error " << worst << " tokens");
+      CHECK(worst <= bound);
+    }
+  }
 }

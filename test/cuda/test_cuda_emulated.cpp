@@ -233,6 +233,83 @@ void check_emulated(int64_t B, int64_t Tlen, int64_t H, bool copies_at_issue, un
   CHECK(rel_err(dv, e.dv) < tol);
 }
 
+// A sharply local head at long context: q_i = k_i = a (cos w_f i, sin w_f i)_f
+// with rotary-style frequencies, so the probability mass of query i sits
+// within a few tokens of it. Runs the forward kernel for dtype T under
+// emulation and returns the largest distance error in tokens against float64
+// math on the same (rounded) inputs; `old_error` gets what i - sum_j p_ij j / l
+// in fp32 (sequential sum, each term rounded once) would have made of the same
+// probabilities over the last 512 rows.
+template <typename T, int D>
+double local_head_distance_error(int64_t Tlen, double* old_error) {
+  const Problem pb(1, Tlen, 1, D);
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal;
+  std::vector<T> qkv(pb.fused_size);
+  const double a = 2.75;
+  for (int64_t t = 0; t < Tlen; ++t)
+    for (int64_t f = 0; f < D / 2; ++f) {
+      const double w = std::pow(10000.0, -static_cast<double>(f) / (D / 2));
+      const T c = from_float<T>(static_cast<float>(a * std::cos(w * t))), s = from_float<T>(static_cast<float>(a * std::sin(w * t)));
+      qkv[pb.q.at(0, t, 0, f)] = qkv[pb.k.at(0, t, 0, f)] = c;
+      qkv[pb.q.at(0, t, 0, f + D / 2)] = qkv[pb.k.at(0, t, 0, f + D / 2)] = s;
+    }
+  for (int64_t t = 0; t < Tlen; ++t)
+    for (int64_t d = 0; d < D; ++d) qkv[pb.v.at(0, t, 0, d)] = from_float<T>(normal(rng));
+  std::vector<T> o(pb.dense_size);
+  std::vector<float> lse(pb.rows_size), dist(pb.rows_size, std::nanf(""));
+  K::AttentionForwardParams f;
+  f.q = qkv.data() + pb.q.offset;
+  f.k = qkv.data() + pb.k.offset;
+  f.v = qkv.data() + pb.v.offset;
+  f.o = o.data();
+  f.q_stride = pb.q.s;
+  f.k_stride = pb.k.s;
+  f.v_stride = pb.v.s;
+  f.o_stride = pb.dense.s;
+  f.lse = lse.data();
+  f.distance = dist.data();
+  f.batch = 1;
+  f.seq_len = Tlen;
+  f.heads = 1;
+  f.head_dim = D;
+  f.scale = pb.scale;
+  f.dtype = dtype_of<T>();
+  if constexpr (std::is_same<T, float>::value)
+    run_emulated(KC::forward_simt_shape<D>(f), [&] { KC::forward_simt_kernel<D, true>(f); }, false, 1);
+  else
+    run_emulated(KC::forward_mma_shape<T, D>(f), [&] { KC::forward_mma_kernel<T, D, true>(f); }, false, 1);
+
+  double worst = 0, worst_old = 0;
+  std::vector<double> s(Tlen);
+  auto x = [&](const View& vw, int64_t t, int64_t d) { return static_cast<double>(to_float(qkv[vw.at(0, t, 0, d)])); };
+  for (int64_t i = 0; i < Tlen; ++i) {
+    double mx = -INFINITY;
+    for (int64_t j = 0; j <= i; ++j) {
+      double acc = 0;
+      for (int64_t d = 0; d < D; ++d) acc += x(pb.q, i, d) * x(pb.k, j, d);
+      s[j] = acc * pb.scale;
+      mx = std::max(mx, s[j]);
+    }
+    double l = 0, dsum = 0;
+    for (int64_t j = 0; j <= i; ++j) {
+      const double e = std::exp(s[j] - mx);
+      l += e;
+      dsum += e * static_cast<double>(i - j);
+    }
+    const double truth = dsum / l;
+    worst = std::max(worst, std::abs(static_cast<double>(dist[i]) - truth));  // NaN (never written) fails below
+    if (!std::isfinite(dist[i])) worst = INFINITY;
+    if (i >= Tlen - 512) {
+      float sum_pj = 0.f;
+      for (int64_t j = 0; j <= i; ++j) sum_pj += static_cast<float>(std::exp(s[j] - mx) / l) * static_cast<float>(j);
+      worst_old = std::max(worst_old, std::abs(static_cast<double>(static_cast<float>(i) - sum_pj) - truth));
+    }
+  }
+  *old_error = worst_old;
+  return worst;
+}
+
 }  // namespace
 #endif  // PRISM_HAVE_CUDA_HEADERS
 
@@ -277,5 +354,23 @@ TEST_CASE("emulated CUDA kernels, fp32 CUDA-core path", "[cuda][emulated]") {
     check_emulated<float, 64>(2, T, 1, T % 2 == 1, 80 + T);
     check_emulated<float, 256>(1, T, 1, T % 2 == 0, 90 + T);
   }
+#endif
+}
+
+TEST_CASE("emulated CUDA kernels keep distance precise for a sharply local head at T 4096", "[cuda][emulated]") {
+  PRISM_SKIP_WITHOUT_CUDA_HEADERS();
+#ifdef PRISM_HAVE_CUDA_HEADERS
+  // sum_j p_ij (i - j) accumulated as it is keeps fp32's relative precision on
+  // a distance of ~1 token; i - sum_j p_ij j / l keeps only its absolute
+  // precision near i ~ 4000. The bound separates the two.
+  const double bound = 1e-4;  // tokens
+  double old = 0;
+  const double simt = local_head_distance_error<float, 32>(4096, &old);
+  INFO("fp32 CUDA-core path: worst distance error " << simt << " tokens; old formula " << old);
+  CHECK(simt <= bound);
+  CHECK(old > bound);  // the bound would catch the old formula
+  const double mma = local_head_distance_error<__nv_bfloat16, 32>(4096, &old);
+  INFO("bf16 tensor-core path: worst distance error " << mma << " tokens; old formula " << old);
+  CHECK(mma <= bound);
 #endif
 }

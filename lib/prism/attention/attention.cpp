@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "prism/attention/cpu_code_paths.h"
 #include "prism/attention/fused.h"
+#include "prism/attention/kernel_params.h"
 #include "prism/error.h"
 #ifdef PRISM_WITH_CUDA
 #include "prism/attention/cuda/cuda_attention.h"
@@ -12,17 +14,19 @@ namespace prism::attention {
 
 namespace {
 
-// Measured with `prism bench attention` (AMD EPYC Zen 4, AVX-512 + BF16, 1 and
-// 2 threads): the fused kernel takes 0.5-0.9x SDPA's time for fp32 and bf16 at
-// every head dim tried (32-768) and T from 64 to 4096, and it is the only O(T)
-// source of distance. Its portable (non-AVX-512) build is ~6x slower than SDPA
-// and ~2-3x slower than the reference, so auto leaves it alone there.
+// The fused kernel on every CPU code path where `prism bench attention`
+// measured it at or under SDPA's time and at most half the reference's, at
+// T 1024 and 4096 and head dims 64-256 (README, "Attention back ends"; the
+// paths are listed in cpu_code_paths.cpp): AVX2 + FMA, AVX-512 and
+// AVX-512-BF16. It is also the only O(T)-memory source of distance. Other
+// code paths (NEON/SVE, not measured yet; the portable baseline) leave auto
+// on SDPA.
 Backend auto_backend(const Options& opt, const torch::Tensor& q) {
 #ifdef PRISM_WITH_CUDA
   // The CUDA kernel covers fp32/bf16/fp16, head dims up to 256, no dropout; it reports distance too.
   if (q.is_cuda() && cuda_attention_supports(q, opt.dropout_p)) return Backend::Cuda;
 #endif
-  if (fused_unsupported_reason(q, opt.dropout_p).empty() && kernels::cpu::best_isa() != kernels::cpu::Isa::Scalar)
+  if (fused_unsupported_reason(q, opt.dropout_p).empty() && default_cpu_code_path().auto_eligible)
     return Backend::Fused;
   // SDPA has no distance output; the reference computes it from explicit probabilities.
   return opt.want_distance ? Backend::Reference : Backend::Sdpa;
@@ -64,8 +68,7 @@ Backend resolve_backend(const Options& opt, const torch::Tensor& q) {
 }
 
 Output causal_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const Options& opt) {
-  TORCH_CHECK(q.dim() == 4 && k.sizes() == q.sizes() && v.sizes() == q.sizes(),
-              "causal_attention: q, k, v must all be (B, T, H, D); got ", q.sizes(), ", ", k.sizes(), ", ", v.sizes());
+  check_qkv(q, k, v, "causal_attention");
   switch (resolve_backend(opt, q)) {
     case Backend::Fused: {
       FusedOptions f;

@@ -28,11 +28,12 @@ Output causal_attention(const torch::Tensor& q, const torch::Tensor& k, const to
                         const Options& opt = {});
 
 // What `auto` (or an explicit request) resolves to for these inputs. Auto on
-// the CPU: the fused kernel for fp32/bf16 without dropout when the CPU has
-// AVX-512 (measured faster than SDPA at every head dim, and it reports
-// distance); otherwise SDPA, or the reference when distance is wanted. Throws prism::Error when an
-// explicit back end cannot serve the request (SDPA with distance, fused with
-// dropout or an unsupported dtype or device, CUDA not built).
+// the CPU: the fused kernel for fp32/bf16 without dropout when the CPU's code
+// path is one where the kernel was measured beating SDPA (AVX2 + FMA, AVX-512,
+// AVX-512-BF16; cpu_code_paths.h), and it reports distance; otherwise SDPA, or
+// the reference when distance is wanted. Throws prism::Error when an explicit
+// back end cannot serve the request (SDPA with distance, fused with dropout or
+// an unsupported dtype or device, CUDA not built).
 Backend resolve_backend(const Options& opt, const torch::Tensor& q);
 
 // Whether a back end can report attention distance.

@@ -18,9 +18,11 @@ Output reference_attention(const torch::Tensor& q, const torch::Tensor& k, const
   Output res;
   if (want_distance) {
     torch::NoGradGuard no_grad;
+    // sum_j p_ij (i - j) as it is: i - sum_j p_ij j would cancel catastrophically
+    // for a local head at large i (one more T x T temporary, here where T x T is the point).
     auto pos = torch::arange(T, torch::dtype(probs.scalar_type()).device(q.device()));
-    // sum_j p_ij (i - j) = i - sum_j p_ij j
-    res.distance = (pos - torch::matmul(probs, pos)).to(torch::kFloat);
+    auto lag = (pos.unsqueeze(1) - pos.unsqueeze(0)).clamp_min(0);  // (T, T): i - j, 0 above the diagonal
+    res.distance = (probs * lag).sum(-1).to(torch::kFloat);
   }
   auto p = probs.to(q.scalar_type());
   if (dropout_p > 0.0) p = torch::dropout(p, dropout_p, /*train=*/true);

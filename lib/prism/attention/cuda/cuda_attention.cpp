@@ -1,5 +1,5 @@
 // Binding of the CUDA attention kernels: checks the tensors, fills the params
-// structs of kernels/common, runs on the current stream under a device guard,
+// structs of kernels/common (kernel_params.h, shared with the CPU binding), runs on the current stream under a device guard,
 // and wraps forward and backward in one autograd Function.
 #include "prism/attention/cuda/cuda_attention.h"
 
@@ -11,30 +11,18 @@
 #include <cstdint>
 
 #include "cuda/attention_cuda.h"
+#include "prism/attention/kernel_params.h"
 #include "prism/error.h"
 
 namespace prism::attention {
 
 namespace {
 
-namespace K = prism::kernels;
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
 const char* kWhere = "attention back end 'cuda'";
-
-K::DType kernel_dtype(torch::ScalarType t) {
-  switch (t) {
-    case torch::kFloat: return K::DType::F32;
-    case torch::kBFloat16: return K::DType::BF16;
-    case torch::kHalf: return K::DType::F16;
-    default:
-      throw Error(fmt::format("dtype {} is not supported", c10::toString(t)), kWhere,
-                  "use float32, bfloat16 or float16 inputs");
-  }
-}
-
-K::Strides strides_of(const torch::Tensor& t) { return {t.stride(0), t.stride(1), t.stride(2)}; }
+const char* kFix = "check the shapes and dtypes above, or use attention.backend: sdpa";
 
 // The kernels read rows of D contiguous elements that start 16-byte aligned;
 // anything else (a misaligned view, an expanded gradient) is copied once.
@@ -49,18 +37,6 @@ void* current_stream(const torch::Tensor& t) {
   return c10::cuda::getCurrentCUDAStream(t.device().index()).stream();
 }
 
-// Kernel-layer failures (std::runtime_error) become prism::Error.
-template <typename F>
-void run_kernel(F&& f) {
-  try {
-    f();
-  } catch (const Error&) {
-    throw;
-  } catch (const std::runtime_error& e) {
-    throw Error(e.what(), kWhere, "check the shapes and dtypes above, or use attention.backend: sdpa");
-  }
-}
-
 struct ForwardResult {
   torch::Tensor out, lse, distance;
 };
@@ -72,25 +48,9 @@ ForwardResult run_forward(const torch::Tensor& q, const torch::Tensor& k, const 
   r.out = torch::empty({B, T, H, D}, q.options());
   r.lse = torch::empty({B, H, T}, q.options().dtype(torch::kFloat));
   if (want_distance) r.distance = torch::empty({B, H, T}, q.options().dtype(torch::kFloat));
-  K::AttentionForwardParams p;
-  p.q = q.data_ptr();
-  p.k = k.data_ptr();
-  p.v = v.data_ptr();
-  p.o = r.out.data_ptr();
-  p.q_stride = strides_of(q);
-  p.k_stride = strides_of(k);
-  p.v_stride = strides_of(v);
-  p.o_stride = strides_of(r.out);
-  p.lse = r.lse.data_ptr<float>();
-  p.distance = want_distance ? r.distance.data_ptr<float>() : nullptr;
-  p.batch = B;
-  p.seq_len = T;
-  p.heads = H;
-  p.head_dim = D;
-  p.scale = static_cast<float>(scale);
-  p.dtype = kernel_dtype(q.scalar_type());
+  auto p = forward_params(q, k, v, r.out, r.lse, r.distance, scale, kWhere);
   p.stream = current_stream(q);
-  run_kernel([&] { kernels::cuda::attention_forward(p); });
+  run_kernel(kWhere, kFix, [&] { kernels::cuda::attention_forward(p); });
   return r;
 }
 
@@ -109,34 +69,9 @@ BackwardResult run_backward(const torch::Tensor& q, const torch::Tensor& k, cons
   auto delta = torch::empty({B, H, T}, q.options().dtype(torch::kFloat));
   torch::Tensor dq_accum;
   if (q.scalar_type() != torch::kFloat) dq_accum = torch::zeros({B, T, H, D}, q.options().dtype(torch::kFloat));
-  K::AttentionBackwardParams p;
-  p.q = q.data_ptr();
-  p.k = k.data_ptr();
-  p.v = v.data_ptr();
-  p.o = out.data_ptr();
-  p.dout = dout.data_ptr();
-  p.dq = r.dq.data_ptr();
-  p.dk = r.dk.data_ptr();
-  p.dv = r.dv.data_ptr();
-  p.q_stride = strides_of(q);
-  p.k_stride = strides_of(k);
-  p.v_stride = strides_of(v);
-  p.o_stride = strides_of(out);
-  p.dout_stride = strides_of(dout);
-  p.dq_stride = strides_of(r.dq);
-  p.dk_stride = strides_of(r.dk);
-  p.dv_stride = strides_of(r.dv);
-  p.lse = lse.data_ptr<float>();
-  p.delta = delta.data_ptr<float>();
-  p.dq_accum = dq_accum.defined() ? dq_accum.data_ptr<float>() : nullptr;
-  p.batch = B;
-  p.seq_len = T;
-  p.heads = H;
-  p.head_dim = D;
-  p.scale = static_cast<float>(scale);
-  p.dtype = kernel_dtype(q.scalar_type());
+  auto p = backward_params(q, k, v, out, dout, r.dq, r.dk, r.dv, lse, delta, dq_accum, scale, kWhere);
   p.stream = current_stream(q);
-  run_kernel([&] { kernels::cuda::attention_backward(p); });
+  run_kernel(kWhere, kFix, [&] { kernels::cuda::attention_backward(p); });
   return r;
 }
 
@@ -167,19 +102,12 @@ class CudaAttentionFunction : public torch::autograd::Function<CudaAttentionFunc
 };
 
 void check_inputs(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
-  if (q.dim() != 4 || k.sizes() != q.sizes() || v.sizes() != q.sizes())
-    throw Error(fmt::format("q, k, v must all be (B, T, H, D); got {}, {}, {}", c10::str(q.sizes()), c10::str(k.sizes()),
-                            c10::str(v.sizes())),
-                kWhere, "pass the three (B, T, H, D) views of the qkv projection");
+  check_qkv(q, k, v, kWhere);
   if (!q.is_cuda() || k.device() != q.device() || v.device() != q.device())
     throw Error(fmt::format("q, k, v must be on one CUDA device; got {}, {}, {}", q.device().str(),
                             k.device().str(), v.device().str()),
                 kWhere, "move the model to a CUDA device, or use attention.backend: auto");
-  if (k.scalar_type() != q.scalar_type() || v.scalar_type() != q.scalar_type())
-    throw Error(fmt::format("q, k, v must share one dtype; got {}, {}, {}", c10::toString(q.scalar_type()),
-                            c10::toString(k.scalar_type()), c10::toString(v.scalar_type())),
-                kWhere, "cast q, k and v to one dtype");
-  kernel_dtype(q.scalar_type());
+  kernel_dtype(q.scalar_type(), kWhere);
   if (kernels::cuda::padded_head_dim(q.size(3)) == 0)
     throw Error(fmt::format("head dim {} is larger than the largest kernel instance, 256", q.size(3)), kWhere,
                 "use more heads (head dim = d_model / heads <= 256), or attention.backend: sdpa");
