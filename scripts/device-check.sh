@@ -86,6 +86,9 @@ left() { echo $(( deadline - $(date +%s) )); }
 knob() { tr ',' '\n' <<< "${1:-}" | sed -n "s/^$2=//p" | tail -1; }  # knob "k=v,..." KEY
 for s in "${!limit[@]}"; do v=$(knob "${PRISM_DEVICE_LIMITS:-}" "$s"); [ -n "$v" ] && limit[$s]=$v; done
 selected() { [ -z "${PRISM_DEVICE_STAGES:-}" ] || tr ',' '\n' <<< "$PRISM_DEVICE_STAGES" | grep -qx "$1"; }
+# prism compiles behind the GPU stages when one of them will use it; else in the build stage.
+export prism_build=background
+selected correctness || selected train || prism_build=foreground
 
 json_str() {  # a JSON string literal of $1
   local s=${1//\\/\\\\}
@@ -187,14 +190,21 @@ build_all() {
   if cmake -C "$dev/prism-deps.cmake" -S "$root" -B "$build" "${gen[@]}" "${common[@]}"; then
     echo "--- build prism-device-bench prism_device_tests (-k 0, $jobs jobs)"
     cmake --build "$build" -j "$jobs" --target prism-device-bench prism_device_tests -- -k 0 || full="kernel targets failed"
-    echo "--- build prism in the background ($(( jobs > 2 ? jobs - 2 : 1 )) jobs, niced), appended below"
-    # setsid: out of this stage's process group, so the stage's limit does not end it;
-    # the check's own exit does (the trap in the main script).
-    # prism.pid: the session's leader, so `kill -- -PID` ends the whole build; prism.rc: "rc seconds".
-    setsid bash -c 'echo $$ > "$1/prism.pid"; t=$SECONDS
-                    nice -n 10 cmake --build "$1" -j "$2" --target prism -- -k 0 >> "$3" 2>&1
-                    echo "$? $((SECONDS - t))" > "$1/prism.rc.tmp" && mv "$1/prism.rc.tmp" "$1/prism.rc"' \
-      _ "$build" "$(( jobs > 2 ? jobs - 2 : 1 ))" "$OUT/build.log" < /dev/null > /dev/null 2>&1 &
+    if [ "$prism_build" = foreground ]; then  # no GPU stage follows that could use the time
+      echo "--- build prism (-k 0, $jobs jobs)"
+      local t=$SECONDS
+      cmake --build "$build" -j "$jobs" --target prism -- -k 0 || full="prism failed"
+      echo "$([ -x "$prism" ] && [ "$full" = ok ] && echo 0 || echo 1) $((SECONDS - t))" > "$build/prism.rc"
+    else
+      echo "--- build prism in the background ($(( jobs > 2 ? jobs - 2 : 1 )) jobs, niced), appended below"
+      # setsid: out of this stage's process group, so the stage's limit does not end it; the
+      # check's end does (finish). prism.pid: the session's leader, so `kill -- -PID` ends the
+      # whole build; prism.rc: "rc seconds".
+      setsid bash -c 'echo $$ > "$1/prism.pid"; t=$SECONDS
+                      nice -n 10 cmake --build "$1" -j "$2" --target prism -- -k 0 >> "$3" 2>&1
+                      echo "$? $((SECONDS - t))" > "$1/prism.rc.tmp" && mv "$1/prism.rc.tmp" "$1/prism.rc"' \
+        _ "$build" "$(( jobs > 2 ? jobs - 2 : 1 ))" "$OUT/build.log" < /dev/null > /dev/null 2>&1 &
+    fi
   else
     full="configure failed"
     mkdir -p "$build" && echo "1 0" > "$build/prism.rc"
@@ -210,7 +220,10 @@ build_all() {
   local got="" rc=0
   for t in "$bench" "$tests_bin"; do if [ -x "$t" ]; then got+=" $(basename "$t")"; else rc=1; fi; done
   [ "$full" = ok ] || rc=1  # the kernel stages may still run on the minimal build's binaries
-  echo "full build: $full; kernel binaries:${got:- none}; prism: $([ "$full" = "configure failed" ] && echo "not built" || echo "building in the background")"
+  local state="building in the background"
+  [ "$full" = "configure failed" ] && state="not built"
+  [ "$prism_build" = foreground ] && state=$([ -x "$prism" ] && echo built || echo "not built")
+  echo "full build: $full; kernel binaries:${got:- none}; prism: $state"
   return $rc
 }
 
