@@ -9,8 +9,6 @@
 #     otherwise make FindCUDA guess /usr/local),
 #   - every nvidia/*/lib directory of that site-packages gets an unversioned
 #     symlink farm in the build tree, added to CMAKE_LIBRARY_PATH,
-#   - every nvidia/*/include directory is kept for LibTorch's CUDA headers
-#     (PRISM_CUDA_WHEEL_INCLUDE_DIRS, for distributed.cpp's NCCL branch),
 # A full toolkit install (/usr/local/cuda with every library) needs none of this
 # and is left alone: the wheel paths only come after the toolkit's own.
 
@@ -88,14 +86,7 @@ if(CMAKE_CUDA_COMPILER AND NOT CUDA_TOOLKIT_ROOT_DIR)
   endif()
 endif()
 
-# 2. The wheels' headers (nvidia/cu13/include, or nvidia/<lib>/include for CUDA 12). LibTorch's
-#    ATen/cuda headers include cuBLAS and cuSPARSE ones (CUDAContextLight.h: cusparse.h), which a
-#    toolkit of compilers alone lacks. Of our code only distributed.cpp reaches them (through
-#    c10d's ProcessGroupNCCL.hpp), so lib/CMakeLists.txt gives these folders to it alone, after
-#    the toolkit's own (whose headers win).
-file(GLOB PRISM_CUDA_WHEEL_INCLUDE_DIRS LIST_DIRECTORIES true "${_prism_site}/nvidia/*/include")
-
-# 3. Unversioned names for the wheels' libraries.
+# 2. Unversioned names for the wheels' libraries.
 file(GLOB _prism_wheel_libdirs LIST_DIRECTORIES true "${_prism_site}/nvidia/*/lib")
 set(_farm ${CMAKE_BINARY_DIR}/prism-cuda-libs)
 file(MAKE_DIRECTORY ${_farm})

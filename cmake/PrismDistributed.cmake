@@ -30,11 +30,19 @@ endforeach()
 
 # Where a pip-installed torch keeps the NVIDIA wheels: site-packages, four levels above
 # Torch_DIR (site-packages/torch/share/cmake/Torch).
+# PRISM_CUDA_WHEEL_INCLUDE_DIRS: those wheels' headers (nvidia/cu13/include, or
+# nvidia/<lib>/include for CUDA 12). ProcessGroupNCCL.hpp reaches ATen/cuda/CUDAContextLight.h,
+# which includes cusparse.h, absent from a toolkit of compilers alone; lib/CMakeLists.txt gives
+# these folders to distributed.cpp, after the toolkit's own (whose headers win).
 set(_prism_nccl_hints "")
+set(PRISM_CUDA_WHEEL_INCLUDE_DIRS "")
 if(Torch_DIR)
   get_filename_component(_prism_site "${Torch_DIR}/../../../.." ABSOLUTE)
   list(APPEND _prism_nccl_hints "${_prism_site}/nvidia/nccl/include" "${_prism_site}/nvidia/cu13/include"
                                 "${_prism_site}/nvidia/cu12/include")
+  if(PRISM_WITH_CUDA)
+    file(GLOB PRISM_CUDA_WHEEL_INCLUDE_DIRS LIST_DIRECTORIES true "${_prism_site}/nvidia/*/include")
+  endif()
 endif()
 set(_prism_torch_nccl OFF)
 if(PRISM_WITH_CUDA AND "USE_C10D_NCCL" IN_LIST _prism_torch_defs)
