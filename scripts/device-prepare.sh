@@ -69,7 +69,6 @@ copy "$x/$L/cmake/yaml-cpp" "$x/$L/cmake/fmt" "$x/$L/cmake/Boost-1.74.0" "$x/$L/
      "$x/$L/cmake/boost_program_options-1.74.0" "$x/$L/cmake/BoostDetectToolset-1.74.0.cmake" "$r/$L/cmake"
 copy "$x/share/cmake/nlohmann_json" "$r/share/cmake"
 copy "$x/lib/cmake/Catch2" "$r/lib/cmake"
-copy "$x/lib/libCatch2WithMain.a" "$r/lib"  # named by Catch2's config (prism has its own main)
 # Static archives only.
 copy "$x/$L/libyaml-cpp.a" "$x/$L/libboost_program_options.a" "$x/$L/libpcre2-8.a" "$x/$L/libz.a" \
      "$x/$L/libaec.a" "$x/$L/libsz.a" "$r/$L"
@@ -78,6 +77,8 @@ copy "$x/$L/pkgconfig/libpcre2-8.pc" "$r/$L/pkgconfig"
 # archive, and let fmt's compiled target (unused: prism takes fmt header-only) go unchecked.
 sed -i -e 's|libyaml-cpp\.so\.[0-9.]*"|libyaml-cpp.a"|' -e '/IMPORTED_SONAME_NONE/d' "$r/$L/cmake/yaml-cpp/yaml-cpp-targets-none.cmake"
 sed -i '/_cmake_import_check_files_for_fmt::fmt/d' "$r/$L/cmake/fmt/fmt-targets-none.cmake"
+# Likewise Catch2's prebuilt main (prism has its own: test/catch_main.cpp).
+sed -i '/_cmake_import_check_files_for_Catch2::Catch2WithMain/d' "$r/lib/cmake/Catch2/Catch2Targets-none.cmake"
 rm -f "$r/$L/cmake/boost_program_options-1.74.0/libboost_program_options-variant-shared.cmake"
 # HDF5 in the folder FindHDF5 is pointed at (HDF5_ROOT): include/ and lib/ as real folders.
 h=$r/$L/hdf5/serial
