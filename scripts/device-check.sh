@@ -401,7 +401,7 @@ else
 fi
 
 # 1-2. Environment, build ------------------------------------------------------------------
-: > "$OUT/env.txt"; : > "$OUT/build.log"; : > "$OUT/tests.log"; : > "$OUT/bench.log"; : > "$OUT/train.log"
+for f in env.txt build.log tests.log bench.log train.log sanitizer.log; do : > "$OUT/$f"; done
 stage env "$OUT/env.txt" env_report
 stage build "$OUT/build.log" build_all
 (( stage_rc == 0 )) || { say "the end of build.log:"; tail -n 30 "$OUT/build.log"; }
