@@ -22,6 +22,7 @@ std::string json_string(const std::string& s) {
 std::string json_value(const Field& f) {
   if (auto s = std::get_if<std::string>(&f)) return json_string(*s);
   if (auto i = std::get_if<long long>(&f)) return std::to_string(*i);
+  if (auto b = std::get_if<bool>(&f)) return *b ? "true" : "false";
   const double d = std::get<double>(f);
   return std::isfinite(d) ? fmt::format("{:.6g}", d) : "null";
 }

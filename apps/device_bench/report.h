@@ -7,7 +7,7 @@
 
 namespace prism::device_bench {
 
-using Field = std::variant<std::string, double, long long>;
+using Field = std::variant<std::string, double, long long, bool>;
 
 class Report {
  public:

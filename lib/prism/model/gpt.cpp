@@ -150,8 +150,8 @@ GPTOutput GPTImpl::forward(const torch::Tensor& idx, const torch::Tensor& target
   if (!options.lm_head) return out;
   x = ln_f(x);
   if (targets.defined()) {
-    // LM head (tied to the token embedding) and loss fused: the (B T x V) logits are never stored.
-    out.loss = lm_head_cross_entropy(x.reshape({-1, x.size(-1)}), wte->weight, targets.reshape({-1}));
+    // LM head (tied to the token embedding) and loss, by the path that suits the device (lm_loss.h).
+    out.loss = lm_head_loss(x.reshape({-1, x.size(-1)}), wte->weight, targets.reshape({-1}));
   } else {
     out.logits = F::linear(x, wte->weight);
   }

@@ -119,4 +119,38 @@ torch::Tensor lm_head_cross_entropy(const torch::Tensor& x, const torch::Tensor&
   return LmHeadCrossEntropy::apply(x, weight, targets, vocab_chunk);
 }
 
+torch::Tensor lm_head_plain_cross_entropy(const torch::Tensor& x, const torch::Tensor& weight,
+                                          const torch::Tensor& targets) {
+  TORCH_CHECK(x.dim() == 2 && weight.dim() == 2 && x.size(1) == weight.size(1), "lm_head_plain_cross_entropy: x (N, d), weight (V, d)");
+  TORCH_CHECK(targets.dim() == 1 && targets.size(0) == x.size(0), "lm_head_plain_cross_entropy: targets (N)");
+  // Every negative target is ignored, as on the chunked path (cross_entropy ignores one index).
+  auto t = targets.clamp_min(-1);
+  auto count = (t >= 0).sum().clamp_min(1).to(torch::kFloat);
+  auto logits = torch::nn::functional::linear(x, weight);
+  auto sum = torch::nn::functional::cross_entropy(
+      logits.to(torch::kFloat), t,
+      torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-1).reduction(torch::kSum));
+  return sum / count;
+}
+
+LmLossPath lm_loss_path_for(const torch::Device& device) {
+  return device.is_cuda() ? LmLossPath::Plain : LmLossPath::Chunked;
+}
+
+const char* lm_loss_path_name(LmLossPath path) {
+  switch (path) {
+    case LmLossPath::Chunked: return "chunked";
+    case LmLossPath::Plain: return "plain";
+    case LmLossPath::Auto: break;
+  }
+  return "auto";
+}
+
+torch::Tensor lm_head_loss(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& targets,
+                           LmLossPath path) {
+  if (path == LmLossPath::Auto) path = lm_loss_path_for(x.device());
+  return path == LmLossPath::Plain ? lm_head_plain_cross_entropy(x, weight, targets)
+                                   : lm_head_cross_entropy(x, weight, targets);
+}
+
 }  // namespace prism

@@ -1,19 +1,43 @@
 #pragma once
-// The LM head and the cross-entropy fused: mean over tokens of
-// -log softmax(x W^T)[target], computed in vocabulary chunks so the (N x V)
-// logits never exist whole. At GPT-2's V = 50257 those logits dominate memory
-// traffic on small models (several passes over N x V floats per step); here
-// each chunk stays hot in cache and the backward recomputes it instead.
+// The LM head and its cross-entropy: mean over tokens of
+// -log softmax(x W^T)[target], by one of two paths chosen per device:
+//   chunked  vocabulary chunks, so the (N x V) logits never exist whole. At
+//            GPT-2's V = 50257 those logits dominate memory traffic on a CPU
+//            (several passes over N x V floats per step); here each chunk
+//            stays hot in cache and the backward recomputes it instead.
+//   plain    linear + cross_entropy, as nanoGPT writes it. On a GPU the whole
+//            (N x V) logits fit (1.6 GB in bf16 at 16 x 1024 tokens), and two
+//            large matmuls plus the fused softmax kernels beat the chunk loop,
+//            which makes ~7 passes over N x 2048 fp32 per chunk forward and ~9
+//            backward, each a separate small kernel.
+// The default (LmLossPath::Auto) is plain on CUDA and chunked elsewhere;
+// `prism-device-bench loss` times both on a GPU (scripts/device-check.sh).
 #include <torch/torch.h>
 
 namespace prism {
+
+enum class LmLossPath { Auto, Chunked, Plain };
+
+// What Auto resolves to for tensors on `device`.
+LmLossPath lm_loss_path_for(const torch::Device& device);
+const char* lm_loss_path_name(LmLossPath path);
+
+// The loss by `path` (Auto: lm_loss_path_for(x.device())). Same contract as
+// lm_head_cross_entropy below; both paths agree to rounding (tested).
+torch::Tensor lm_head_loss(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& targets,
+                           LmLossPath path = LmLossPath::Auto);
 
 // x: (N, d) hidden states after the final LayerNorm; weight: (V, d) (the tied
 // token embedding); targets: (N) int64, entries < 0 ignored. Returns the mean
 // loss over the counted tokens (fp32 scalar). Under CPU/CUDA autocast the
 // matmuls run in bf16 with fp32 softmax statistics, like autocast's linear +
 // cross_entropy; gradients flow to x and weight.
+// The chunked path.
 torch::Tensor lm_head_cross_entropy(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& targets,
                                     int64_t vocab_chunk = 2048);
+
+// The plain path: F::linear (bf16 under autocast) then cross_entropy in fp32.
+torch::Tensor lm_head_plain_cross_entropy(const torch::Tensor& x, const torch::Tensor& weight,
+                                          const torch::Tensor& targets);
 
 }  // namespace prism

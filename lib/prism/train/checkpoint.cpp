@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "prism/atomic_file.h"
@@ -23,6 +26,18 @@ torch::optim::AdamWParamState* adam_state(torch::optim::AdamW& opt, const torch:
 }
 
 std::string heads_text(const HeadSchedule& s) { return fmt::format("{}", fmt::join(s.heads(), ",")); }
+
+// The random streams a run draws from: the CPU generator (initialisation, CPU
+// dropout) and, when the model is on a GPU, that device's generator (dropout
+// there). A state key missing from an older checkpoint, or the CUDA state of a
+// GPU run resumed on the CPU, leaves that generator as seeded.
+std::vector<std::pair<std::string, at::Generator>> run_generators(GPT& model) {
+  std::vector<std::pair<std::string, at::Generator>> gens{{"rng.cpu", at::detail::getDefaultCPUGenerator()}};
+  const auto params = model->parameters();
+  if (!params.empty() && params.front().is_cuda())
+    gens.emplace_back("rng.cuda", at::globalContext().defaultGenerator(params.front().device()));
+  return gens;
+}
 
 }  // namespace
 
@@ -51,7 +66,10 @@ std::string save_checkpoint(const std::string& run_dir, GPT& model, torch::optim
         adam_step = s->step();
       }
     }
-    state.emplace_back("rng.cpu", at::detail::getDefaultCPUGenerator().get_state());
+    for (auto& [key, gen] : run_generators(model)) {
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      state.emplace_back(key, gen.get_state());
+    }
     nlohmann::json j = {{"step", st.step},
                         {"tokens", st.tokens},
                         {"elapsed_s", st.elapsed_s},
@@ -117,8 +135,12 @@ void load_checkpoint(const std::string& ckpt_dir, GPT& model, torch::optim::Adam
     s->exp_avg_sq(state.at("adam.exp_avg_sq." + p.key()).to(p.value().device()).clone());
     opt.state()[p.value().unsafeGetTensorImpl()] = std::move(s);
   }
-  auto gen = at::detail::getDefaultCPUGenerator();
-  gen.set_state(state.at("rng.cpu"));
+  for (auto& [key, gen] : run_generators(model)) {
+    const bool saved = std::any_of(state.tensors.begin(), state.tensors.end(), [&](const auto& kv) { return kv.first == key; });
+    if (key != "rng.cpu" && !saved) continue;
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    gen.set_state(state.at(key));
+  }
 }
 
 }  // namespace prism

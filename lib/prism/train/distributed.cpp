@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/variable.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -47,6 +48,15 @@ std::string first_slurm_host(const std::string& list) {
   return list.substr(0, bracket) + list.substr(bracket + 1, end - bracket - 1);
 }
 
+// SLURM_GPUS_PER_TASK is a count or type:count ("1", "h100:2").
+int slurm_gpus_per_task() {
+  const char* v = env("SLURM_GPUS_PER_TASK");
+  if (!v) return 0;
+  std::string s = v;
+  if (auto colon = s.rfind(':'); colon != std::string::npos) s = s.substr(colon + 1);
+  return std::atoi(s.c_str());
+}
+
 }  // namespace
 
 bool distributed_available() {
@@ -59,6 +69,8 @@ bool distributed_available() {
 
 DistributedEnv read_distributed_env() {
   DistributedEnv e;
+  e.gpus_per_task = slurm_gpus_per_task();
+  if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES")) e.visible_devices = v;
   if (env("WORLD_SIZE")) {
     e.launcher = "torchrun";
     e.world_size = env_int("WORLD_SIZE", 1, 1 << 20);
@@ -90,6 +102,33 @@ DistributedEnv read_distributed_env() {
   if (env("MASTER_ADDR")) e.master_addr = env("MASTER_ADDR");
   if (env("MASTER_PORT")) e.master_port = env_int("MASTER_PORT", 1, 65535);
   return e;
+}
+
+CudaDevicePick pick_cuda_device(const DistributedEnv& e, int visible) {
+  const std::string seen =
+      e.visible_devices.empty() ? fmt::format("{} visible", visible)
+                                : fmt::format("{} visible (CUDA_VISIBLE_DEVICES={})", visible, e.visible_devices);
+  if (visible < 1)
+    throw Error("no CUDA device is visible to this process", fmt::format("rank {} of {}", e.rank, e.world_size),
+                "check CUDA_VISIBLE_DEVICES and the job's GPU request (Slurm: --gpus-per-task=1), or train.device=cpu");
+  if (e.world_size == 1) return {0, fmt::format("one process, device 0 of {}", seen)};
+  if (visible == 1) return {0, fmt::format("LOCAL_RANK {}, the one GPU it sees ({})", e.local_rank, seen)};
+  if (e.local_rank < visible) return {e.local_rank, fmt::format("LOCAL_RANK {} of {} GPUs", e.local_rank, seen)};
+  if (e.launcher == "slurm" && e.gpus_per_task > 0)
+    return {0, fmt::format("LOCAL_RANK {}: Slurm gave this task its own {} GPU(s), {}, using the first", e.local_rank,
+                           e.gpus_per_task, seen)};
+  throw Error(fmt::format("LOCAL_RANK {} but this process sees only {} CUDA devices ({})", e.local_rank, visible, seen),
+              fmt::format("rank {} of {} ({})", e.rank, e.world_size, e.launcher),
+              "start at most one process per visible GPU (torchrun --nproc-per-node <= the GPU count), or bind one GPU "
+              "to each Slurm task (srun --gpus-per-task=1 or --gpu-bind=single:1)");
+}
+
+torch::Device bind_rank_device(const DistributedEnv& e, torch::Device requested) {
+  if (!requested.is_cuda()) return requested;
+  const auto pick = pick_cuda_device(e, static_cast<int>(torch::cuda::device_count()));
+  const torch::Device dev(torch::kCUDA, static_cast<c10::DeviceIndex>(pick.index));
+  c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->setDevice(dev);
+  return dev;
 }
 
 std::chrono::milliseconds distributed_timeout() {

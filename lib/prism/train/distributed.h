@@ -29,6 +29,8 @@ struct DistributedEnv {
   int master_port = 29500;
   std::string launcher = "none";  // torchrun (RANK/WORLD_SIZE/...) | slurm (SLURM_PROCID/...) | none
   bool agent_store = false;       // torchrun's agent hosts the TCPStore (TORCHELASTIC_USE_AGENT_STORE)
+  int gpus_per_task = 0;          // SLURM_GPUS_PER_TASK: Slurm gave each task its own GPUs (0: not said)
+  std::string visible_devices;    // CUDA_VISIBLE_DEVICES as set ("" when unset), for messages
 };
 
 // RANK/WORLD_SIZE/LOCAL_RANK/MASTER_ADDR/MASTER_PORT win; else SLURM_PROCID/
@@ -36,6 +38,30 @@ struct DistributedEnv {
 // SLURM_JOB_NODELIST when it is a plain name) and MASTER_PORT (default 29500).
 // Throws prism::Error naming the variable for malformed or inconsistent values.
 DistributedEnv read_distributed_env();
+
+// The CUDA device a process uses, from who it is and how many devices it sees
+// (torch::cuda::device_count(), which CUDA_VISIBLE_DEVICES already narrowed):
+//   - one process, or one visible device: device 0. A Slurm task bound to its
+//     own GPU (--gpus-per-task=1, --gpu-bind=single:1, map_gpu) sees just that
+//     one, numbered 0, whatever its LOCAL_RANK;
+//   - several visible: LOCAL_RANK (torchrun; or Slurm where every task on a
+//     host sees all of the host's GPUs);
+//   - LOCAL_RANK beyond what is visible: device 0 when Slurm gave each task
+//     its own GPUs (SLURM_GPUS_PER_TASK), else prism::Error (ranks would share
+//     or miss a GPU).
+// A pure function of its inputs, so every launch layout is testable without a GPU.
+struct CudaDevicePick {
+  int index = 0;
+  std::string why;  // "LOCAL_RANK 1 of 2 visible GPUs"
+};
+CudaDevicePick pick_cuda_device(const DistributedEnv& env, int visible_devices);
+
+// Where this rank computes: for CUDA, the device pick_cuda_device chooses, made
+// current (as torch.cuda.set_device) so NCCL, the caching allocator and every
+// kernel without an explicit device land on it. Call it before the process
+// group exists: NCCL binds its communicator to the current device. A CPU
+// device comes back unchanged.
+torch::Device bind_rank_device(const DistributedEnv& env, torch::Device requested);
 
 // How long a collective or the rendezvous may wait for the other ranks before
 // failing: PRISM_DIST_TIMEOUT seconds (default 300). A launch setting, not part

@@ -21,7 +21,7 @@ bool cpu_supports_bf16() {
 
 std::string Execution::describe() const {
   return fmt::format("{}, {} thread{}, {}", device.str(), threads, threads == 1 ? "" : "s",
-                     bf16 ? "bf16 autocast (fp32 master weights)" : "fp32");
+                     bf16 ? "bf16 autocast (fp32 master weights)" : tf32 ? "fp32 (TF32 matmuls)" : "fp32");
 }
 
 Execution resolve_execution(const TrainConfig& t) {
@@ -34,6 +34,10 @@ Execution resolve_execution(const TrainConfig& t) {
   bool native_bf16 = e.device.is_cuda() ? true : cpu_supports_bf16();
   if (t.dtype == "bf16") e.bf16 = true;
   else if (t.dtype == "auto") e.bf16 = native_bf16;
+  // fp32 matmuls on a GPU run as TF32 (10-bit mantissa products, fp32 accumulation), as
+  // PyTorch's float32_matmul_precision("high"); NVIDIA_TF32_OVERRIDE=0 turns it off.
+  e.tf32 = e.device.is_cuda();
+  if (e.tf32) at::globalContext().setAllowTF32CuBLAS(true);
   return e;
 }
 

@@ -11,6 +11,7 @@ namespace prism {
 struct Execution {
   torch::Device device = torch::kCPU;
   bool bf16 = false;  // autocast matmuls to bf16, fp32 master weights
+  bool tf32 = false;  // fp32 matmuls as TF32 (CUDA)
   int threads = 1;    // LibTorch intra-op threads in use
   std::string describe() const;  // "cpu, 2 threads, bf16 autocast"
 };

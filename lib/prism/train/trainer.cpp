@@ -134,12 +134,13 @@ void on_every_rank(ProcessGroup& group, const std::function<void()>& setup) {
               "see rank 0's error (or that of the rank that failed) and fix it");
 }
 
-// With several processes: rank r on cuda:LOCAL_RANK, and an even share of
-// this host's cores when train.threads is 0 ("all cores").
+// The rank's GPU made current before any process group exists (bind_rank_device),
+// and with several processes an even share of this host's cores when
+// train.threads is 0 ("all cores").
 void place_rank(Execution& exec, const TrainConfig& t) {
   const DistributedEnv e = read_distributed_env();
+  exec.device = bind_rank_device(e, exec.device);
   if (e.world_size == 1) return;
-  if (exec.device.is_cuda()) exec.device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(e.local_rank));
   if (t.threads == 0) {
     torch::set_num_threads(std::max(1, exec.threads / std::max(1, e.local_world_size)));
     exec.threads = torch::get_num_threads();

@@ -1,0 +1,44 @@
+# prism_device_lib: what prism-device-bench and prism_device_tests need and no more:
+# the kernels (CPU + CUDA), lib/prism/attention with the CUDA binding, the GPT model
+# with its LM-head loss, and what those need (error, model_config, head schedules).
+# LibTorch alone: fmt header-only from LibTorch's bundled copy; no yaml-cpp, HDF5,
+# Boost or PCRE2. Both builds define it:
+#   PRISM_DEVICE_MINIMAL   it is the build (cmake/PrismDeviceMinimal.cmake)
+#   the full build         apps/device_bench includes this, not part of `all`: the device
+#                          check builds the bench and the CUDA tests on it first, so the
+#                          kernel stages start while the rest of prism still compiles,
+#                          and run even if some of prism does not
+if(TARGET prism_device_lib)
+  return()
+endif()
+find_package(Threads REQUIRED)
+set(_src ${CMAKE_CURRENT_LIST_DIR}/..)
+set(PRISM_DEVICE_SOURCES
+  ${_src}/lib/prism/error.cpp
+  ${_src}/lib/prism/config/model_config.cpp
+  ${_src}/lib/prism/schedule/head_schedule.cpp
+  ${_src}/lib/prism/schedule/rules.cpp
+  ${_src}/lib/prism/model/gpt.cpp
+  ${_src}/lib/prism/model/lm_loss.cpp)
+file(GLOB_RECURSE _attention CONFIGURE_DEPENDS ${_src}/lib/prism/attention/*.cpp)
+if(NOT PRISM_WITH_CUDA)
+  list(FILTER _attention EXCLUDE REGEX "/attention/cuda/")
+endif()
+list(APPEND PRISM_DEVICE_SOURCES ${_attention})
+
+if(TARGET prism_lib)
+  add_library(prism_device_lib STATIC EXCLUDE_FROM_ALL ${PRISM_DEVICE_SOURCES})
+else()
+  add_library(prism_device_lib STATIC ${PRISM_DEVICE_SOURCES})
+endif()
+target_include_directories(prism_device_lib PUBLIC ${_src}/lib)
+target_include_directories(prism_device_lib SYSTEM PUBLIC ${TORCH_INCLUDE_DIRS})
+target_compile_options(prism_device_lib PRIVATE ${PRISM_WARNINGS})
+target_compile_definitions(prism_device_lib PUBLIC
+  FMT_HEADER_ONLY=1 PRISM_VERSION="${PROJECT_VERSION}" $<$<BOOL:${PRISM_WITH_CUDA}>:PRISM_WITH_CUDA=1>)
+target_link_libraries(prism_device_lib PUBLIC ${TORCH_LIBRARIES} prism_kernels_cpu Threads::Threads)
+if(TARGET prism_kernels_cuda)
+  target_link_libraries(prism_device_lib PUBLIC prism_kernels_cuda)
+endif()
+target_precompile_headers(prism_device_lib PRIVATE
+  <torch/torch.h> <fmt/format.h> <fmt/ranges.h> <string> <vector> <map> <memory> <optional> <functional>)
