@@ -81,15 +81,19 @@ RunReader::RunReader(const std::string& path) : impl_(std::make_unique<Impl>()) 
     throw Error("no run store here", path_, "pass a run.h5 or a run directory written by prism train");
   QuietHdf5 quiet;
   if (H5Fis_hdf5(path_.c_str()) <= 0) throw Error("not an HDF5 file", path_, kReadFix);
-  // A writer briefly leaves SWMR mode to write attributes or results; retry then.
+  // A writer briefly leaves SWMR mode to write attributes or results, and HDF5 refuses
+  // readers meanwhile ("already open for write", "not ... open for SWMR writing"): retry
+  // then. Any other failure (a damaged file) is reported at once.
   for (int attempt = 0;; ++attempt) {
     try {
       impl_->file = std::make_unique<H5::H5File>(path_, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ,
                                                  H5::FileCreatPropList::DEFAULT, read_plist());
       break;
     } catch (const H5::Exception& e) {
-      if (attempt >= 20)
-        throw Error(fmt::format("cannot open the run store: {}", hdf5::detail(e)), path_, kReadFix);
+      const std::string why = hdf5::detail(e);
+      const bool writer_busy = why.find("open for") != std::string::npos;
+      if (attempt >= 20 || !writer_busy)
+        throw Error(fmt::format("cannot open the run store: {}", why), path_, kReadFix);
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   }
