@@ -409,11 +409,20 @@ TrainSummary Loop::run() {
   } catch (const Error& e) {
     sum.status = "failed";
     sum.message = e.what();
+    group_->report_failure(e);  // the other ranks say why they stop (e.g. rank 0 could not save)
   }
   if (store_) {
     // run.h5 knows running | completed | failed; an interrupted run stays "running" until resumed.
-    if (sum.status != "interrupted") store_->set_status(sum.status);
-    store_->close();
+    try {
+      if (sum.status != "interrupted") store_->set_status(sum.status);
+      store_->close();
+    } catch (const Error& e) {
+      // A store stopped by a failed write (a full disk) takes no status: the run's own error says why.
+      if (sum.status != "failed") {
+        sum.status = "failed";
+        sum.message = e.what();
+      }
+    }
   }
 
   sum.steps = st_.step;
