@@ -68,10 +68,15 @@ void write_string_attr(H5::H5Object& o, const char* name, const std::string& val
   o.createAttribute(name, type, H5::DataSpace(H5S_SCALAR)).write(type, value);
 }
 
-void write_h5(const SweepPlan& plan, const std::string& path, const std::vector<TrialOutcome>& outcomes,
-              const std::vector<RankRow>& rows, const std::vector<PromotionDecision>& decisions,
-              const std::string& sweep_yaml) {
-  H5::H5File f(path, H5F_ACC_TRUNC);
+// sweep.h5 built in memory (HDF5's core driver) and returned as the file's bytes:
+// write_file_atomic then puts it on disk, so a full disk fails that write cleanly
+// instead of HDF5's close, which would leave a broken file (and crash at exit).
+std::string sweep_h5_image(const SweepPlan& plan, const std::string& path, const std::vector<TrialOutcome>& outcomes,
+                           const std::vector<RankRow>& rows, const std::vector<PromotionDecision>& decisions,
+                           const std::string& sweep_yaml) {
+  H5::FileAccPropList in_memory;
+  in_memory.setCore(1 << 16, false);
+  H5::H5File f(path, H5F_ACC_TRUNC, H5::FileCreatPropList::DEFAULT, in_memory);
   write_string_attr(f, "name", plan.settings.name);
   write_string_attr(f, "source", plan.source);
   write_string_attr(f, "sweep", sweep_yaml);
@@ -188,6 +193,11 @@ void write_h5(const SweepPlan& plan, const std::string& path, const std::vector<
     const auto budgets = rung_budgets(plan.trials.at(0).max_steps, plan.settings.halving);
     write_numbers(h, "budgets", budgets, H5::PredType::STD_I64LE, H5::PredType::NATIVE_INT64);
   }
+  f.flush(H5F_SCOPE_GLOBAL);
+  std::string image(static_cast<size_t>(std::max<ssize_t>(0, H5Fget_file_image(f.getId(), nullptr, 0))), '\0');
+  if (image.empty() || H5Fget_file_image(f.getId(), image.data(), image.size()) != static_cast<ssize_t>(image.size()))
+    throw H5::FileIException("H5Fget_file_image", "cannot take the in-memory image of sweep.h5");
+  return image;
 }
 
 }  // namespace
@@ -378,17 +388,18 @@ void write_index(const SweepPlan& plan, const std::string& sweep_dir, const std:
         << (d.promoted ? 1 : 0) << "," << csv_field(d.reason) << "\n";
     write_file_atomic((dir / "halving.csv").string(), h.str());
   }
-  const std::string tmp = (dir / ".sweep.h5.tmp").string();
+  const std::string h5 = (dir / "sweep.h5").string();
+  std::string image;
   try {
     std::ifstream in((dir / "sweep.yaml").string());
     std::stringstream yaml;
     yaml << in.rdbuf();
-    write_h5(plan, tmp, outcomes, rows, decisions, yaml.str());
+    image = sweep_h5_image(plan, h5, outcomes, rows, decisions, yaml.str());
   } catch (const H5::Exception& e) {
-    throw Error(fmt::format("cannot write the sweep index: {}", e.getDetailMsg()), tmp,
-                "check free disk space and permissions; rerun the sweep to rebuild the index");
+    throw Error(fmt::format("cannot build the sweep index: {}", e.getDetailMsg()), h5,
+                "rerun the sweep (or prism sweep DIR --collect) to rebuild the index");
   }
-  fs::rename(tmp, dir / "sweep.h5");
+  write_file_atomic(h5, image);  // temp file, fsync, rename: the previous sweep.h5 survives any failure
 }
 
 }  // namespace prism
