@@ -30,6 +30,10 @@ H5::FileAccPropList read_plist() {
   H5::FileAccPropList fapl;
   // A writer in SWMR mode takes no HDF5 file lock, and readers need none.
   hdf5::check(H5Pset_file_locking(fapl.getId(), false, true), "H5Pset_file_locking");
+  // A SWMR reader retries metadata whose checksum fails (a writer may be mid-update),
+  // doubling its sleep each time: HDF5's default of 100 attempts turns one damaged
+  // block into an endless wait. 20 attempts still wait out a live writer (~1 s).
+  hdf5::check(H5Pset_metadata_read_attempts(fapl.getId(), 20), "H5Pset_metadata_read_attempts");
   return fapl;
 }
 

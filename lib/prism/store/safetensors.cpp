@@ -100,7 +100,8 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
   uint64_t n = h.size();
   for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((n >> (8 * i)) & 0xff));
   out += h;
-  for (const auto& c : data) out.append(static_cast<const char*>(c.data_ptr()), static_cast<size_t>(c.numel()) * c.element_size());
+  for (const auto& c : data)
+    if (c.numel() > 0) out.append(static_cast<const char*>(c.data_ptr()), static_cast<size_t>(c.numel()) * c.element_size());
   write_file_atomic(path, out);
 }
 
@@ -146,7 +147,7 @@ Safetensors load_safetensors(const std::string& path) {
       uint64_t bytes = static_cast<uint64_t>(t.numel()) * t.element_size();
       if (off.size() != 2 || off[1] < off[0] || off[1] > data_size || off[1] - off[0] != bytes)
         throw corrupt(fmt::format("tensor '{}' has data offsets outside the file", name));
-      std::memcpy(t.data_ptr(), data.data() + off[0], bytes);
+      if (bytes > 0) std::memcpy(t.data_ptr(), data.data() + off[0], bytes);  // an empty tensor has no data pointer
       st.tensors.emplace_back(name, t);
     } catch (const nlohmann::json::exception& e) {
       throw corrupt(fmt::format("entry '{}': {}", name, e.what()));
