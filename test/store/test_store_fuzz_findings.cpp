@@ -56,3 +56,28 @@ TEST_CASE("a safetensors file with an empty tensor loads and saves again", "[sto
   }
   CHECK(back.metadata == st.metadata);
 }
+
+TEST_CASE("a safetensors __metadata__ that is not a map of strings is refused by name", "[store][fuzz]") {
+  // Found by prism_fuzz_safetensors: {"__metadata__": {"ndata_offsets": [116, 124]}, ...} let
+  // nlohmann::json's type_error escape load_safetensors.
+  auto outcome = [](const std::string& path) -> std::string {
+    try {
+      prism::load_safetensors(path);
+      return "loaded";
+    } catch (const prism::Error& e) {
+      return std::string("error: ") + e.what();
+    }
+  };
+  CHECK_THAT(outcome(source_path("fuzz/corpus/safetensors/crash-metadata-not-string.safetensors")),
+             Catch::StartsWith("error: ") && Catch::Contains("__metadata__ entry") &&
+                 Catch::Contains("is not a string") && Catch::Contains("Fix:"));
+  // __metadata__ itself not a map.
+  TempDir dir("prism-store");
+  const std::string header = R"({"__metadata__":[1,2]})";
+  std::string file(8, '\0');
+  for (int i = 0; i < 8; ++i) file[i] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+  file += header;
+  write_file(dir.file("list.safetensors"), file);
+  CHECK_THAT(outcome(dir.file("list.safetensors")),
+             Catch::StartsWith("error: ") && Catch::Contains("__metadata__ is not a map of strings"));
+}

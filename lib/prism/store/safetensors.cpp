@@ -135,8 +135,12 @@ Safetensors load_safetensors(const std::string& path) {
   Safetensors st;
   st.path = path;
   for (auto& [name, v] : header.items()) {
-    if (name == "__metadata__") {
-      for (auto& [k, s] : v.items()) st.metadata[k] = s.get<std::string>();
+    if (name == "__metadata__") {  // a map of strings, by the format
+      if (!v.is_object()) throw corrupt("__metadata__ is not a map of strings");
+      for (auto& [k, s] : v.items()) {
+        if (!s.is_string()) throw corrupt(fmt::format("__metadata__ entry '{}' is not a string", k));
+        st.metadata[k] = s.get<std::string>();
+      }
       continue;
     }
     try {
