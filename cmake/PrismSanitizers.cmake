@@ -13,7 +13,7 @@ option(PRISM_FUZZ "Build the libFuzzer harnesses in fuzz/ (needs clang)" OFF)
 
 if(PRISM_FUZZ AND NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
   message(FATAL_ERROR "PRISM_FUZZ needs clang (libFuzzer): configure with -DCMAKE_CXX_COMPILER=clang++ "
-                      "(cmake --preset sanitize), after `apt-get install clang libclang-rt-14-dev`")
+                      "(cmake --preset sanitize), after `apt-get install clang libclang-rt-dev` (scripts/setup.sh does)")
 endif()
 
 if(PRISM_SANITIZE)

@@ -11,11 +11,11 @@
 #   tasks        test/fixtures/*.jsonl, each behind the byte choosing its task
 #   run_h5       the run.h5 of the same tiny run, behind 'R' (raw mode)
 # plus the committed inputs of fuzz/corpus/<harness>/ (crashes found, hand-made cases).
-#   fuzz/make-seeds.sh OUT_DIR [PRISM_BINARY]      (default binary: build-sanitize/apps/prism/prism)
+#   fuzz/make-seeds.sh OUT_DIR [PRISM_BINARY]      (default binary: build/apps/prism/prism, the release build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: fuzz/make-seeds.sh OUT_DIR [PRISM_BINARY]}
-prism=${2:-build-sanitize/apps/prism/prism}
+prism=${2:-build/apps/prism/prism}
 py=.venv/bin/python
 say() { printf '[seeds] %s\n' "$*"; }
 mkdir -p "$out"
