@@ -263,7 +263,7 @@ TEST_CASE("2 hosts over a veth pair equal 1 process with the same global batch",
   check_same_run(a, b);
 }
 
-TEST_CASE("a rank killed mid-run on one host: the other stops in time naming the lost peer; --resume on 1 process continues exactly",
+TEST_CASE("a rank killed mid-run on one host: the other stops in time naming the lost peer, and --resume on 1 process continues exactly",
           "[ddp][netns]") {
   TwoHosts hosts;
   if (skip(hosts)) return;
