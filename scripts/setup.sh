@@ -17,7 +17,9 @@ pkgs=(build-essential cmake ninja-build ccache pkg-config python3-venv
       libyaml-cpp-dev libfmt-dev libboost-program-options-dev libhdf5-dev
       catch2 libpcre2-dev nlohmann-json3-dev
       libhwy-dev    # Google Highway: the fused CPU attention kernel's portable SIMD with runtime dispatch
-      libgloo-dev)  # gloo headers for c10d data parallelism (the symbols come from LibTorch)
+      libgloo-dev   # gloo headers for c10d data parallelism (the symbols come from LibTorch)
+      clang libclang-rt-dev  # the sanitize preset and the fuzzers (ASan, UBSan, libFuzzer)
+      iproute2)     # network namespaces for the two-host data-parallel test
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -227,9 +227,10 @@ Table eval_table(const RunSet& set) {
   for (auto& [e, r] : open_runs(set, t)) {
     auto entries = r.eval();
     if (entries.empty()) t.notes.push_back(fmt::format("{}: no /eval results", e->name));
+    const std::string& path = r.path();  // C++17 lambdas cannot capture a structured binding (clang refuses)
     for (const auto& x : entries) {
       auto scalar = [&](const char* name) -> Cell {
-        return x.values.has(name) ? Cell{x.values.reals(name, r.path()).at(0)} : Cell{kNaN};
+        return x.values.has(name) ? Cell{x.values.reals(name, path).at(0)} : Cell{kNaN};
       };
       Cell n = x.values.has("n") ? Cell{x.values.integers("n", r.path()).at(0)} : Cell{};
       t.add(row(run_cells(*e, r), x.task, scalar("acc"), scalar("acc_norm"), n, scalar("acc_stderr"),

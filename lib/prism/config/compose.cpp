@@ -141,8 +141,9 @@ class Composer {
 
  private:
   bool is_group_dir(const std::string& group) const {
+    std::error_code ec;  // a name the file system refuses (too long, ...) is simply no group
     for (const auto& r : roots_)
-      if (fs::is_directory(fs::path(r) / group)) return true;
+      if (fs::is_directory(fs::path(r) / group, ec)) return true;
     return false;
   }
 
@@ -186,10 +187,11 @@ class Composer {
 
   std::string option_file(const Entry& e) const {
     for (const auto& r : roots_) {
+      std::error_code ec;  // an option name the file system refuses (too long, ...) is simply not found
       const fs::path dir = fs::path(r) / e.group;
-      if (!fs::is_directory(dir)) continue;
+      if (!fs::is_directory(dir, ec)) continue;
       const fs::path f = dir / (*e.option + ".yaml");
-      if (fs::is_regular_file(f)) return display_path(f);
+      if (fs::is_regular_file(f, ec)) return display_path(f);
       throw Error(fmt::format("config group '{}' has no option '{}' ({} not found)", e.group, *e.option,
                               display_path(f)),
                   e.where, fmt::format("use one of: {}", fmt::join(yaml_stems(dir), ", ")));
@@ -307,7 +309,8 @@ class Composer {
         case Entry::Kind::File: {
           fs::path p = fs::path(path).parent_path() / e.name;
           if (p.extension() != ".yaml") p += ".yaml";
-          if (!fs::is_regular_file(p))
+          std::error_code ec;
+          if (!fs::is_regular_file(p, ec))
             throw Error(fmt::format("defaults entry '{}' names no file ({} not found)", e.name, display_path(p)), e.where,
                         "name a config file relative to this one, or write `group: option` for a group");
           expand(p.string(), "", std::nullopt, false);

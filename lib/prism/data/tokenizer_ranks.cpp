@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 
@@ -50,7 +51,14 @@ BpeRanks BpeRanks::load(const std::string& path, const std::string& fix_hint) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error("vocabulary file not found", path, fix_hint);
   BpeRanks r;
-  std::vector<std::string> by_rank;
+  // (rank, line, bytes) in file order; ranks are checked once all are read, so a
+  // damaged rank (one digit too many) costs an error, not gigabytes of empty slots.
+  struct Entry {
+    uint64_t rank;
+    size_t line;
+    std::string bytes;
+  };
+  std::vector<Entry> entries;
   std::string line, bytes;
   size_t line_no = 0;
   auto bad = [&](const std::string& what) {
@@ -73,16 +81,24 @@ BpeRanks BpeRanks::load(const std::string& path, const std::string& fix_hint) {
       if (c < '0' || c > '9') throw bad("rank '" + std::string(num) + "' is not a number");
       rank = rank * 10 + uint64_t(c - '0');
     }
-    if (rank >= by_rank.size()) by_rank.resize(rank + 1);
-    if (!by_rank[rank].empty()) throw bad(fmt::format("rank {} appears twice", rank));
-    by_rank[rank] = bytes;
+    entries.push_back({rank, line_no, bytes});
   }
   if (in.bad()) throw Error("cannot read the vocabulary file", path, fix_hint);
-  if (by_rank.empty()) throw Error("the vocabulary file is empty", path, "delete it and " + fix_hint);
-  for (size_t i = 0; i < by_rank.size(); ++i)
-    if (by_rank[i].empty())
-      throw Error(fmt::format("rank {} is missing (ranks must be 0..{} without gaps)", i, by_rank.size() - 1), path,
-                  "the file is truncated or damaged; delete it and " + fix_hint);
+  if (entries.empty()) throw Error("the vocabulary file is empty", path, "delete it and " + fix_hint);
+  std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.rank < b.rank; });
+  std::vector<std::string> by_rank;
+  by_rank.reserve(entries.size());
+  for (auto& e : entries) {
+    if (e.rank < by_rank.size()) {
+      line_no = e.line;
+      throw bad(fmt::format("rank {} appears twice", e.rank));
+    }
+    if (e.rank > by_rank.size())
+      throw Error(fmt::format("rank {} is missing (ranks must be 0..{} without gaps)", by_rank.size(),
+                              entries.back().rank),
+                  path, "the file is truncated or damaged; delete it and " + fix_hint);
+    by_rank.push_back(std::move(e.bytes));
+  }
 
   for (const auto& b : by_rank) {
     r.offsets_.push_back(static_cast<uint32_t>(r.arena_.size()));

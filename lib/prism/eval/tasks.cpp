@@ -1,6 +1,7 @@
 #include "prism/eval/tasks.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>  // fmt::join: the fuzzer compiles this file without prism_lib's precompiled header
 
 #include <algorithm>
 #include <fstream>

@@ -27,6 +27,14 @@ herr_t capture_error(hid_t stack, void*) {
   const H5E_error2_t* api = errors.back();
   std::string desc = cause->desc ? cause->desc : "unknown error";
   std::replace(desc.begin(), desc.end(), '\n', ' ');  // HDF5's time stamp ends in a newline
+  // The file driver's message is a dump (time, descriptor, buffer address, sizes); keep
+  // what failed and the OS's reason: "file write failed: No space left on device".
+  if (const size_t os = desc.find("error message = '"); os != std::string::npos) {
+    const size_t end = desc.find('\'', os + 17);
+    const size_t dump = desc.find(": time =");
+    if (end != std::string::npos && dump != std::string::npos && dump < os)
+      desc = desc.substr(0, dump) + ": " + desc.substr(os + 17, end - os - 17);
+  }
   last_error() = fmt::format("{} (in {})", desc, api->func_name ? api->func_name : "HDF5");
   return 0;
 }

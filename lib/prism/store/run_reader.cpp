@@ -30,6 +30,10 @@ H5::FileAccPropList read_plist() {
   H5::FileAccPropList fapl;
   // A writer in SWMR mode takes no HDF5 file lock, and readers need none.
   hdf5::check(H5Pset_file_locking(fapl.getId(), false, true), "H5Pset_file_locking");
+  // A SWMR reader retries metadata whose checksum fails (a writer may be mid-update),
+  // doubling its sleep each time: HDF5's default of 100 attempts turns one damaged
+  // block into an endless wait. 20 attempts still wait out a live writer (~1 s).
+  hdf5::check(H5Pset_metadata_read_attempts(fapl.getId(), 20), "H5Pset_metadata_read_attempts");
   return fapl;
 }
 
@@ -81,15 +85,19 @@ RunReader::RunReader(const std::string& path) : impl_(std::make_unique<Impl>()) 
     throw Error("no run store here", path_, "pass a run.h5 or a run directory written by prism train");
   QuietHdf5 quiet;
   if (H5Fis_hdf5(path_.c_str()) <= 0) throw Error("not an HDF5 file", path_, kReadFix);
-  // A writer briefly leaves SWMR mode to write attributes or results; retry then.
+  // A writer briefly leaves SWMR mode to write attributes or results, and HDF5 refuses
+  // readers meanwhile ("already open for write", "not ... open for SWMR writing"): retry
+  // then. Any other failure (a damaged file) is reported at once.
   for (int attempt = 0;; ++attempt) {
     try {
       impl_->file = std::make_unique<H5::H5File>(path_, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ,
                                                  H5::FileCreatPropList::DEFAULT, read_plist());
       break;
     } catch (const H5::Exception& e) {
-      if (attempt >= 20)
-        throw Error(fmt::format("cannot open the run store: {}", hdf5::detail(e)), path_, kReadFix);
+      const std::string why = hdf5::detail(e);
+      const bool writer_busy = why.find("open for") != std::string::npos;
+      if (attempt >= 20 || !writer_busy)
+        throw Error(fmt::format("cannot open the run store: {}", why), path_, kReadFix);
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   }

@@ -65,7 +65,8 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
   uint64_t n = h.size();
   for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((n >> (8 * i)) & 0xff));
   out += h;
-  for (const auto& c : data) out.append(static_cast<const char*>(c.data_ptr()), static_cast<size_t>(c.numel()) * c.element_size());
+  for (const auto& c : data)
+    if (c.numel() > 0) out.append(static_cast<const char*>(c.data_ptr()), static_cast<size_t>(c.numel()) * c.element_size());
   write_file_atomic(path, out);
 }
 
@@ -99,8 +100,12 @@ Safetensors load_safetensors(const std::string& path) {
   Safetensors st;
   st.path = path;
   for (auto& [name, v] : header.items()) {
-    if (name == "__metadata__") {
-      for (auto& [k, s] : v.items()) st.metadata[k] = s.get<std::string>();
+    if (name == "__metadata__") {  // a map of strings, by the format
+      if (!v.is_object()) throw corrupt("__metadata__ is not a map of strings");
+      for (auto& [k, s] : v.items()) {
+        if (!s.is_string()) throw corrupt(fmt::format("__metadata__ entry '{}' is not a string", k));
+        st.metadata[k] = s.get<std::string>();
+      }
       continue;
     }
     try {
@@ -111,7 +116,7 @@ Safetensors load_safetensors(const std::string& path) {
       uint64_t bytes = static_cast<uint64_t>(t.numel()) * t.element_size();
       if (off.size() != 2 || off[1] < off[0] || off[1] > data_size || off[1] - off[0] != bytes)
         throw corrupt(fmt::format("tensor '{}' has data offsets outside the file", name));
-      std::memcpy(t.data_ptr(), data.data() + off[0], bytes);
+      if (bytes > 0) std::memcpy(t.data_ptr(), data.data() + off[0], bytes);  // an empty tensor has no data pointer
       st.tensors.emplace_back(name, t);
     } catch (const nlohmann::json::exception& e) {
       throw corrupt(fmt::format("entry '{}': {}", name, e.what()));

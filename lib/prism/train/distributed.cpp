@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <optional>
 
 #include "prism/error.h"
 
@@ -259,7 +260,68 @@ std::string ProcessGroup::describe() const {
 #endif
 }
 
+#ifdef PRISM_HAVE_DISTRIBUTED
+namespace {
+
+std::string key_of(int rank, const char* part) { return fmt::format("failure/{}/{}", rank, part); }
+
+// The error another rank posted before it broke off (report_failure), if any.
+// The store lives in rank 0: when rank 0 died, reading fails and there is none.
+std::optional<Error> posted_failure(c10d::Store& store, const DistributedEnv& e, std::chrono::milliseconds timeout) {
+  try {
+    store.setTimeout(std::min<std::chrono::milliseconds>(timeout, std::chrono::seconds(10)));
+    for (int r = 0; r < e.world_size; ++r) {
+      if (r == e.rank || !store.check({key_of(r, "what")})) continue;
+      auto text = [&](const char* part) {
+        const auto v = store.get(key_of(r, part));
+        return std::string(v.begin(), v.end());
+      };
+      Error posted(fmt::format("rank {} failed: {}", r, text("what")),
+                   fmt::format("{} (rank {} of {} stopped with it)", text("where"), e.rank, e.world_size),
+                   text("fix") + "; then continue the run with --resume");
+      store.set(fmt::format("ack/{}", e.rank), std::vector<uint8_t>{1});
+      return posted;
+    }
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+#endif
+
+void ProcessGroup::report_failure(const Error& error) {
+  if (!distributed() || peer_lost_) return;
+#ifdef PRISM_HAVE_DISTRIBUTED
+  if (!backend_ || !backend_->store) return;
+  auto bytes = [](const std::string& s) { return std::vector<uint8_t>(s.begin(), s.end()); };
+  try {
+    backend_->store->set(key_of(env_.rank, "where"), bytes(error.where()));
+    backend_->store->set(key_of(env_.rank, "fix"), bytes(error.fix()));
+    backend_->store->set(key_of(env_.rank, "what"), bytes(error.what_part()));  // last: its presence means complete
+  } catch (const std::exception&) {
+    return;  // the store is gone with rank 0: the others report a lost peer
+  }
+  if (!is_root()) return;  // its exit closes its connections; rank 0 reads the reason from its own store
+  backend_->pg.reset();    // the others' pending collectives fail now rather than at the timeout
+  for (int r = 1; r < env_.world_size; ++r) {
+    try {
+      backend_->store->wait({fmt::format("ack/{}", r)}, timeout_);
+    } catch (const std::exception&) {
+      // that rank died or hangs: it cannot read the reason anyway
+    }
+  }
+#else
+  (void)error;
+#endif
+}
+
 void ProcessGroup::fail(const std::string& during, const std::string& why) const {
+  peer_lost_ = true;
+#ifdef PRISM_HAVE_DISTRIBUTED
+  if (backend_ && backend_->store)
+    if (auto posted = posted_failure(*backend_->store, env_, timeout_)) throw *posted;
+#endif
   std::string first = why.substr(0, why.find('\n'));
   throw Error(fmt::format("rank {} lost the other ranks during {}: {}", env_.rank, during, first),
               fmt::format("process group of {} ({})", env_.world_size, env_.launcher),
@@ -282,6 +344,7 @@ void ProcessGroup::broadcast(const std::vector<torch::Tensor>& tensors) {
     o.rootRank = 0;
     o.timeout = timeout_;
     try {
+      if (!backend_->pg) throw std::runtime_error("this rank already stopped on its own error");
       backend_->pg->broadcast(msg, o)->wait(timeout_);
     } catch (const std::exception& e) {
       fail("a broadcast", e.what());
@@ -302,6 +365,7 @@ std::unique_ptr<ProcessGroup::Pending> ProcessGroup::all_reduce_sum_async(torch:
   o.timeout = timeout_;
   std::vector<at::Tensor> v{std::move(t)};
   try {
+    if (!backend_->pg) throw std::runtime_error("this rank already stopped on its own error");
     return std::make_unique<PendingWork>(*this, backend_->pg->allreduce(v, o), timeout_);
   } catch (const std::exception& e) {
     fail("an all-reduce", e.what());

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "prism/error.h"
+
 namespace prism {
 
 // Whether this build can train across processes (LibTorch's c10d with Gloo).
@@ -101,8 +103,17 @@ class ProcessGroup {
   std::unique_ptr<Pending> all_reduce_sum_async(torch::Tensor t);
 
   // Wraps a communication failure (a rank died or hung) as prism::Error that
-  // names this rank, the group and the fix.
+  // names this rank, the group and the fix. When the rank that broke off had
+  // posted why (report_failure), the error is that reason instead.
   [[noreturn]] void fail(const std::string& during, const std::string& why) const;
+
+  // This rank stops on its own error (not a lost peer): posts it in the
+  // rendezvous store so that the other ranks, whose next collective breaks,
+  // report "rank 0 failed: <why>" and not only that they lost a peer. Rank 0,
+  // which hosts the store, then closes its connections (the others stop
+  // waiting at once) and waits, at most PRISM_DIST_TIMEOUT, until every other
+  // rank has read the reason. No collective may follow. No-op at world size 1.
+  void report_failure(const Error& error);
 
   struct Backend;
 
@@ -112,6 +123,7 @@ class ProcessGroup {
   torch::Device device_ = torch::kCPU;
   std::chrono::milliseconds timeout_{0};
   std::unique_ptr<Backend> backend_;
+  mutable bool peer_lost_ = false;  // fail() ran: this rank's error is another's, nothing to post
 };
 
 // Averages parameter gradients over the ranks, DDP-style. Parameters are

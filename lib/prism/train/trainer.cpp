@@ -216,6 +216,7 @@ TrainSummary Loop::run() {
     train();
   } catch (const Error& e) {
     end_run("failed", e.what());
+    group_->report_failure(e);  // the other ranks say why they stop (e.g. rank 0 could not save)
   }
   close_store();
   return summarize(seconds_since(t0));
@@ -489,8 +490,13 @@ void Loop::end_run(const std::string& status, const std::string& message) {
 void Loop::close_store() {
   if (!store_) return;
   // run.h5 knows running | completed | failed; an interrupted run stays "running" until resumed.
-  if (sum_.status != "interrupted") store_->set_status(sum_.status);
-  store_->close();
+  try {
+    if (sum_.status != "interrupted") store_->set_status(sum_.status);
+    store_->close();
+  } catch (const Error& e) {
+    // A store stopped by a failed write (a full disk) takes no status: the run's own error says why.
+    if (sum_.status != "failed") end_run("failed", e.what());
+  }
 }
 
 TrainSummary Loop::summarize(double wall_s) {

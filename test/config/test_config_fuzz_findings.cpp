@@ -1,0 +1,46 @@
+// Inputs the config fuzzer (fuzz/fuzz_config.cpp) found to break composition.
+// Each is kept in fuzz/corpus/config/ and replayed here as the harness runs it
+// (the input as the primary file, groups from experiments/): the answer must be
+// one prism::Error naming the file and the fix.
+#include <catch2/catch.hpp>
+
+#include "prism/config/compose.h"
+#include "prism/config/config.h"
+#include "prism/error.h"
+#include "support.h"
+
+using namespace prism::test;
+
+namespace {
+
+std::string compose_outcome(const std::string& primary, const std::vector<std::string>& overrides = {}) {
+  try {
+    prism::ComposeOptions options;
+    options.search_path = {source_path("experiments")};
+    auto c = prism::compose(primary, prism::parse_overrides(overrides), options);
+    prism::parse_config(c.root, c.source, c.origins);
+    return "composed";
+  } catch (const prism::Error& e) {
+    return std::string("error: ") + e.what();
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a group option whose name the file system refuses is an unknown option, not an internal error",
+          "[config][fuzz]") {
+  // Found by prism_fuzz_config: `- model: test<300 bytes>` made the group lookup throw
+  // std::filesystem::filesystem_error ("File name too long") out of compose().
+  TempDir dir("prism-config");
+  const std::string found = dir.file("main.yaml");
+  write_file(found, read_file(source_path("fuzz/corpus/config/crash-option-name-too-long.yaml")));
+  CHECK_THAT(compose_outcome(found), Catch::StartsWith("error: ") && Catch::Contains("has no option") &&
+                                         Catch::Contains("Fix: use one of:"));
+  // The same from the command line, and as a plain file in a defaults list.
+  const std::string plain = dir.file("plain.yaml");
+  write_file(plain, "defaults:\n  - model: test-tiny\n");
+  CHECK_THAT(compose_outcome(plain, {"model=" + std::string(300, 'x')}),
+             Catch::StartsWith("error: ") && Catch::Contains("has no option"));
+  write_file(plain, "defaults:\n  - " + std::string(300, 'y') + "\n");
+  CHECK_THAT(compose_outcome(plain), Catch::StartsWith("error: ") && Catch::Contains("names no file"));
+}

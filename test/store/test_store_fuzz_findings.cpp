@@ -1,0 +1,83 @@
+// Inputs the fuzzers (fuzz/) found to break a store reader. Each is kept in
+// fuzz/corpus/<harness>/ (the fuzzers start from it again) and replayed here.
+#include <catch2/catch.hpp>
+
+#include "prism/error.h"
+#include "prism/store/run_reader.h"
+#include "prism/store/safetensors.h"
+#include "support.h"
+
+using namespace prism::test;
+
+TEST_CASE("a run.h5 with damaged metadata is refused, not retried without end", "[store][fuzz]") {
+  // Found by prism_fuzz_run_h5 (a timeout): a block whose checksum fails made HDF5's
+  // SWMR reader retry it 100 times, doubling its sleep each time, so opening this
+  // 64 KB file never returned. The corpus input is the harness's raw form: 'R' + file.
+  TempDir dir("prism-store");
+  const std::string input = read_file(source_path("fuzz/corpus/run_h5/hang-damaged-metadata.h5"));
+  REQUIRE(input.size() > 1);
+  REQUIRE(input[0] == 'R');
+  const std::string path = dir.file("run.h5");
+  write_file(path, input.substr(1));
+  // What the harness reads; a hang fails the test by ctest's timeout.
+  auto read_everything = [&] {
+    prism::RunReader r(path);
+    (void)r.status();
+    (void)r.train();
+    (void)r.val();
+    (void)r.attention();
+    (void)r.eval();
+  };
+  try {
+    read_everything();
+    FAIL("the damaged run.h5 was read without an error");
+  } catch (const prism::Error& e) {
+    CHECK_THAT(std::string(e.what()), Catch::Contains("run.h5") && Catch::Contains("Fix:"));
+  }
+}
+
+TEST_CASE("a safetensors file with an empty tensor loads and saves again", "[store][fuzz]") {
+  // Found by prism_fuzz_safetensors under UBSan: an empty tensor has no data pointer,
+  // and loading or saving it passed that null pointer to memcpy / string::append.
+  // Written by Python's safetensors: {"empty": zeros(0, 3), "w": ones(2)}.
+  TempDir dir("prism-store");
+  const auto st = prism::load_safetensors(source_path("fuzz/corpus/safetensors/ubsan-empty-tensor.safetensors"));
+  REQUIRE(st.tensors.size() == 2);
+  CHECK(st.at("empty").sizes() == torch::IntArrayRef({0, 3}));
+  CHECK(torch::equal(st.at("w"), torch::ones(2)));
+  const std::string again = dir.file("again.safetensors");
+  prism::save_safetensors(again, st.tensors, st.metadata);
+  const auto back = prism::load_safetensors(again);
+  REQUIRE(back.tensors.size() == 2);
+  for (size_t i = 0; i < 2; ++i) {
+    CHECK(back.tensors[i].first == st.tensors[i].first);
+    CHECK(back.tensors[i].second.sizes() == st.tensors[i].second.sizes());
+    CHECK(torch::equal(back.tensors[i].second, st.tensors[i].second));
+  }
+  CHECK(back.metadata == st.metadata);
+}
+
+TEST_CASE("a safetensors __metadata__ that is not a map of strings is refused by name", "[store][fuzz]") {
+  // Found by prism_fuzz_safetensors: {"__metadata__": {"ndata_offsets": [116, 124]}, ...} let
+  // nlohmann::json's type_error escape load_safetensors.
+  auto outcome = [](const std::string& path) -> std::string {
+    try {
+      prism::load_safetensors(path);
+      return "loaded";
+    } catch (const prism::Error& e) {
+      return std::string("error: ") + e.what();
+    }
+  };
+  CHECK_THAT(outcome(source_path("fuzz/corpus/safetensors/crash-metadata-not-string.safetensors")),
+             Catch::StartsWith("error: ") && Catch::Contains("__metadata__ entry") &&
+                 Catch::Contains("is not a string") && Catch::Contains("Fix:"));
+  // __metadata__ itself not a map.
+  TempDir dir("prism-store");
+  const std::string header = R"({"__metadata__":[1,2]})";
+  std::string file(8, '\0');
+  for (int i = 0; i < 8; ++i) file[i] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+  file += header;
+  write_file(dir.file("list.safetensors"), file);
+  CHECK_THAT(outcome(dir.file("list.safetensors")),
+             Catch::StartsWith("error: ") && Catch::Contains("__metadata__ is not a map of strings"));
+}
