@@ -9,12 +9,13 @@
 #                        distance only); --no-post to report what is there
 #     --set key=value    an override of the post file (repeatable), e.g. --set task_dir=/scratch/tasks
 #     --title TEXT       the report's title
-#   scripts/study-report.sh            the CPU study: docs/results/cpu-study from
-#                                      sweeps/cpu-study-{128,192,256}
+#   scripts/study-report.sh            the CPU study: docs/results/cpu-study from every
+#                                      sweeps/cpu-study-* directory (search sweeps before
+#                                      their -grid copies: a run in both is reported once)
 # Examples:
 #   scripts/study-report.sh --post experiments/study/post/paper.yaml --set task_dir=/scratch/tasks \
 #       reports/paper sweeps/study-124m sweeps/study-354m sweeps/study-757m
-#   scripts/study-report.sh docs/results/cpu-study sweeps/cpu-study-128 sweeps/cpu-study-192 sweeps/cpu-study-256
+#   scripts/study-report.sh --no-post docs/results/cpu-study sweeps/cpu-study-128 sweeps/cpu-study-128-grid sweeps/cpu-study-192
 # Environment: PRISM (the binary), PRISM_PYTHON (the Python with matplotlib).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,14 +29,14 @@ while [ $# -gt 0 ]; do
     --no-post) post=""; shift ;;
     --set) sets+=("$2"); shift 2 ;;
     --title) title=(--title "$2"); shift 2 ;;
-    -h|--help) sed -n 2,20p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,21p "$0"; exit 0 ;;
     -*) echo "study-report: unknown option $1. Fix: see scripts/study-report.sh --help" >&2; exit 2 ;;
     *) break ;;
   esac
 done
 if [ $# -eq 0 ]; then
-  set -- docs/results/cpu-study sweeps/cpu-study-128 sweeps/cpu-study-192 sweeps/cpu-study-256
-  [ ${#title[@]} -gt 0 ] || title=(--title "CPU study: Prism schedules against the uniform baseline at widths 128, 192, 256")
+  set -- docs/results/cpu-study sweeps/cpu-study-*
+  [ ${#title[@]} -gt 0 ] || title=(--title "CPU study: Prism schedules against the uniform baseline")
 fi
 [ $# -ge 2 ] || { echo "study-report: give OUT_DIR and at least one SWEEP_DIR. Fix: see --help" >&2; exit 2; }
 out=$1; shift

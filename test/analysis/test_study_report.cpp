@@ -263,7 +263,20 @@ TEST_CASE("a study end to end: sweep, post-processing with a failure and a resum
     CHECK(cell(old_delta, l, "delta") == cell(delta, l, "delta"));
     CHECK(cell(old_delta, l, "delta_normalized").empty());
   }
-  // The sweep's own index reads them the same way.
+  r = run(fmt::format("'{}' '{}/scripts/plot/study_report.py' {}", PRISM_PYTHON, PRISM_SOURCE_DIR, old_rep));
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(fs::exists(old_rep + "/loss-study-tiny.png"));
+  // prism export and the sweep's own index read them the same way.
+  auto exported = run_prism(fmt::format("export {} --what summary -o {}", old, dir.file("old-summary.csv")));
+  INFO(exported.output);
+  REQUIRE(exported.exit_code == 0);
+  auto old_summary = prism::read_csv(dir.file("old-summary.csv"));
+  REQUIRE(old_summary.rows.size() == 4);
+  for (size_t i = 0; i < 4; ++i) {
+    CHECK(cell(old_summary, i, "val_loss_se").empty());
+    CHECK(std::stod(cell(old_summary, i, "unigram_val_loss")) > 6.0);
+  }
   r = run_prism(fmt::format("sweep {} --collect", old));
   INFO(r.output);
   REQUIRE(r.exit_code == 0);

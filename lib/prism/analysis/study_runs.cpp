@@ -25,6 +25,9 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
+// The seed is a grid axis like any other in sweep.yaml (params), but a configuration pools its seeds.
+bool is_seed_key(const std::string& key) { return key == "train.seed"; }
+
 std::vector<StudyEval> read_evals(const RunReader& r) {
   std::vector<StudyEval> out;
   for (const auto& e : r.eval()) {
@@ -51,7 +54,8 @@ StudyRun read_run(const Trial& t, const std::string& sweep, const std::string& r
   s.uniform = t.baseline;
   s.seed = t.seed;
   std::vector<std::string> p;
-  for (const auto& [k, v] : t.params) p.push_back(k + "=" + v);
+  for (const auto& [k, v] : t.params)
+    if (!is_seed_key(k)) p.push_back(k + "=" + v);
   s.params = fmt::format("{}", fmt::join(p, ", "));
   s.max_steps = t.max_steps;
   s.val = r.val();
@@ -116,7 +120,8 @@ Study load_study(const std::vector<std::string>& sweep_dirs) {
       }
       Shape shape = shape_of(t);
       std::string params;
-      for (const auto& [k, v] : t.params) params += k + "=" + v + ";";
+      for (const auto& [k, v] : t.params)
+        if (!is_seed_key(k)) params += k + "=" + v + ";";
       const std::string id = fmt::format("{}|{}|{}|{}", shape.label, t.schedule.list(), params, t.seed);
       if (seen.count(id)) {
         study.notes.push_back(fmt::format("{}: {} (seed {}) is already in {}; the first is kept", dir, t.name, t.seed,

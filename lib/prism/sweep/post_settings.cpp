@@ -45,7 +45,7 @@ void read_tasks(ConfigNode tasks, const std::string& task_dir, PostSettings& s) 
   }
 }
 
-void read_distance(ConfigNode root, PostSettings& s) {
+void read_distance(ConfigNode& root, PostSettings& s) {
   if (!root.has("distance")) return;
   YAML::Node d = root.node()["distance"];
   if (d.IsScalar()) {
