@@ -256,7 +256,7 @@ void add_delta(ConfigReport& cr, double confidence) {
   try {
     cr.delta = distance_delta(mine, theirs, confidence);
     if (mine.size() < c.runs.size() || theirs.size() < cr.baseline->runs.size())
-      cr.delta_note = fmt::format("from {} of {} runs and {} of {} baseline runs (the others have no profile yet)",
+      cr.delta_note = fmt::format("Profiles from {} of {} runs and {} of {} baseline runs (the others have no profile yet)",
                                   mine.size(), c.runs.size(), theirs.size(), cr.baseline->runs.size());
   } catch (const Error& e) {
     cr.delta_note = e.what_part();
