@@ -1,51 +1,60 @@
 #!/usr/bin/env bash
-# The CPU study's report, from the sweep directories alone (no training):
-# held-out attention distance of the last rung's runs (Prism vs uniform, every
-# seed), tidy exports (prism export) and the plots and tables in
-# docs/results/cpu-study/ (scripts/plot/study_report.py).
-#   scripts/study-report.sh [OUT_DIR]          default docs/results/cpu-study
-# Environment: PRISM_DISTANCE_TOKENS (default 16384) held-out tokens per run.
+# A study's report from its sweep directories alone (no training): first the
+# post-processing each trial still needs (held-out attention distance, Delta D_l,
+# and the zero-shot tasks the post file names; resumable, one child process per
+# trial), then the numbers (prism report: report.md and one CSV per table) and
+# the figures (scripts/plot/study_report.py).
+#   scripts/study-report.sh [options] OUT_DIR SWEEP_DIR...
+#     --post FILE        the post file (default experiments/study/post/distance.yaml:
+#                        distance only); --no-post to report what is there
+#     --set key=value    an override of the post file (repeatable), e.g. --set task_dir=/scratch/tasks
+#     --title TEXT       the report's title
+#   scripts/study-report.sh            the CPU study: docs/results/cpu-study from every
+#                                      sweeps/cpu-study-* directory (search sweeps before
+#                                      their -grid copies: a run in both is reported once)
+# Examples:
+#   scripts/study-report.sh --post experiments/study/post/paper.yaml --set task_dir=/scratch/tasks \
+#       reports/paper sweeps/study-124m sweeps/study-354m sweeps/study-757m
+#   scripts/study-report.sh --no-post docs/results/cpu-study sweeps/cpu-study-128 sweeps/cpu-study-128-grid sweeps/cpu-study-192
+# Environment: PRISM (the binary), PRISM_PYTHON (the Python with matplotlib).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 prism=${PRISM:-build/apps/prism/prism}
 py=${PRISM_PYTHON:-.venv/bin/python}
-out=${1:-docs/results/cpu-study}
-tokens=${PRISM_DISTANCE_TOKENS:-16384}
-mkdir -p "$out"
-sizes=()
-for w in 128 192 256; do
-  sweep=sweeps/cpu-study-$w
-  [ -f "$sweep/summary.csv" ] || { echo "study-report: $sweep/summary.csv missing (run scripts/study-cpu.sh); skipping width $w" >&2; continue; }
-  "$prism" sweep "$sweep" --collect > "$out/ranking-$w.txt"
-  # The last rung's runs: "run_dir schedule" lines.
-  mapfile -t rows < <(scripts/sweep-runs.sh "$sweep")
-  prism_runs=() uniform_runs=()
-  for row in "${rows[@]}"; do
-    if [ "${row#* }" = uniform ]; then uniform_runs+=("$sweep/${row%% *}"); else prism_runs+=("$sweep/${row%% *}"); fi
-  done
-  if [ ${#prism_runs[@]} -eq 0 ] || [ ${#uniform_runs[@]} -eq 0 ]; then
-    echo "study-report: $sweep has no finished Prism and uniform runs at its last rung yet; skipping width $w" >&2
-    continue
-  fi
-  sizes+=("$w")
-  # Measure once; a rerun reuses /attention/delta (delete it to re-measure).
-  if ! "$prism" export "${prism_runs[0]}" --what delta > /dev/null 2>&1; then
-    "$prism" distance "${prism_runs[@]}" --baseline "${uniform_runs[@]}" --data data/cache/austen --tokens "$tokens" \
-      > "$out/distance-$w.txt"
-  fi
-  "$prism" export "$sweep" --what summary --out "$out/summary-$w.csv"
-  # The same grid without halving, when it was run (to check halving kept its winner).
-  if [ -f "$sweep-full/summary.csv" ]; then
-    "$prism" export "$sweep-full" --what summary --out "$out/summary-$w-full.csv"
-  fi
-  "$prism" export "${prism_runs[@]}" "${uniform_runs[@]}" --what val --out "$out/val-$w.csv"
-  "$prism" export "${prism_runs[@]}" "${uniform_runs[@]}" --what loss --out "$out/loss-$w.csv"
-  "$prism" export "${prism_runs[@]}" --what delta --out "$out/delta-$w.csv"
-  "$py" scripts/plot/loss.py "${prism_runs[@]}" "${uniform_runs[@]}" --x tokens --smooth 5 \
-    --title "CPU study, width $w: Prism vs uniform (3 seeds)" --out "$out/loss-$w.png"
-  "$py" scripts/plot/delta.py "${prism_runs[0]}" --out "$out/delta-$w.png"
-  "$py" scripts/plot/schedule.py "${prism_runs[0]}" "${uniform_runs[0]}" --out "$out/schedule-$w.png"
+post=experiments/study/post/distance.yaml
+sets=() title=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --post) post=$2; shift 2 ;;
+    --no-post) post=""; shift ;;
+    --set) sets+=("$2"); shift 2 ;;
+    --title) title=(--title "$2"); shift 2 ;;
+    -h|--help) sed -n 2,21p "$0"; exit 0 ;;
+    -*) echo "study-report: unknown option $1. Fix: see scripts/study-report.sh --help" >&2; exit 2 ;;
+    *) break ;;
+  esac
 done
-[ ${#sizes[@]} -gt 0 ] || { echo "study-report: nothing to report yet" >&2; exit 1; }
-"$py" scripts/plot/study_report.py "$out" "${sizes[@]}"
-echo "study-report: $out/README.md"
+if [ $# -eq 0 ]; then
+  set -- docs/results/cpu-study sweeps/cpu-study-*
+  [ ${#title[@]} -gt 0 ] || title=(--title "CPU study: Prism schedules against the uniform baseline")
+fi
+[ $# -ge 2 ] || { echo "study-report: give OUT_DIR and at least one SWEEP_DIR. Fix: see --help" >&2; exit 2; }
+out=$1; shift
+sweeps=()
+for s in "$@"; do
+  if [ -f "$s/sweep.yaml" ]; then sweeps+=("$s")
+  else echo "study-report: $s is not a sweep directory (no sweep.yaml); skipping it" >&2; fi
+done
+[ ${#sweeps[@]} -gt 0 ] || { echo "study-report: nothing to report. Fix: run the sweeps first (prism sweep FILE)" >&2; exit 1; }
+status=0
+if [ -n "$post" ]; then
+  for s in "${sweeps[@]}"; do
+    # A failed step is recorded and reported; the report shows what is there.
+    "$prism" sweep "$s" --post "$post" "${sets[@]}" || status=$?
+  done
+fi
+"$prism" report "${sweeps[@]}" --out "$out" "${title[@]}"
+"$py" scripts/plot/study_report.py "$out"
+echo "study-report: $out/report.md"
+[ "$status" -eq 0 ] || echo "study-report: some post-processing steps failed (see above); rerun to retry them" >&2
+exit "$status"

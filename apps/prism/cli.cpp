@@ -61,7 +61,7 @@ po::options_description model_options() {
   po::options_description o("Model and schedule");
   o.add_options()
       ("config,c", po::value<std::string>(), "YAML config file (model:, schedule:, ... sections)")
-      ("model,m", po::value<std::string>(), "model preset: gpt2-124m, gpt2-354m, prism-757m, cpu-128, cpu-192, cpu-256, test-tiny")
+      ("model,m", po::value<std::string>(), "model preset: gpt2-124m, gpt2-354m, prism-757m, cpu-128, cpu-192, cpu-256, test-tiny, study-tiny")
       ("heads", po::value<std::string>(), "head count per layer: 3,3,3,6,6,6,12x6 (NxK repeats N K times)")
       ("staircase", po::value<std::string>(), "head widths and their layers: 256:3,128:3,64:6")
       ("strict", po::bool_switch(), "treat the design guidelines (rules 4-6) as errors")

@@ -3,6 +3,7 @@
 
 #include "cli.h"
 #include "prism/sweep/sweep_request.h"
+#include "trained_model_options.h"
 
 namespace prism::cli {
 namespace {
@@ -24,12 +25,20 @@ const char* kUsage =
     "--retry-failed. A failing trial never stops the others. Output (--out, default\n"
     "sweeps/<name>): sweep.yaml, one folder per trial (run.h5, checkpoints, train.log),\n"
     "summary.csv, sweep.h5, ranking.txt, and the ranked table printed at the end.\n\n"
+    "Post-processing (--post POST.yaml, after training): every trial that completed its\n"
+    "full budget gets its held-out attention distance, Delta D_l against the uniform\n"
+    "trial of the same seed, and the zero-shot tasks the post file names, each trial\n"
+    "a child process (--jobs at a time) or a Slurm array task (--launcher slurm).\n"
+    "Resumable: a rerun skips the steps done with the same inputs; a failing step is\n"
+    "recorded (post.json per trial, post.csv) and the others go on. key=value\n"
+    "overrides apply to the post file (task_dir=/scratch/tasks).\n\n"
     "examples:\n"
     "  prism sweep experiments/sweeps/cpu-schedules.yaml --dry-run\n"
     "  prism sweep experiments/sweeps/cpu-schedules.yaml --jobs 2 sweep.grid.train.seed=[0,1,2]\n"
     "  prism sweep experiments/sweeps/cpu-schedules.yaml sweep.halving.enabled=true --out sweeps/cpu-sha\n"
     "  prism sweep sweeps/cpu-schedules --collect\n"
-    "  prism sweep experiments/sweeps/cpu-schedules.yaml --launcher slurm";
+    "  prism sweep experiments/sweeps/cpu-schedules.yaml --launcher slurm\n"
+    "  prism sweep sweeps/study-124m --post experiments/study/post/paper.yaml task_dir=/scratch/tasks --launcher slurm";
 
 int run(const std::vector<std::string>& args) {
   return guarded("sweep", [&]() -> int {
@@ -50,7 +59,8 @@ int run(const std::vector<std::string>& args) {
         ("launcher", po::value<std::string>()->default_value("local"), "local | slurm")
         ("no-submit", po::bool_switch(), "with --launcher slurm: write the job scripts, do not submit them")
         ("task-index", po::value<int>(), "run one trial (a Slurm array task): its index in sweep.yaml")
-        ("rung", po::value<int>()->default_value(0), "with --task-index: the halving rung to run");
+        ("rung", po::value<int>()->default_value(0), "with --task-index: the halving rung to run")
+        ("post", po::value<std::string>(), "post-process the sweep directory with this post file (distance, tasks)");
     po::positional_options_description pos;
     pos.add("sweep", 1).add("set", -1);
     po::variables_map vm;
@@ -72,6 +82,8 @@ int run(const std::vector<std::string>& args) {
     r.rung = vm["rung"].as<int>();
     r.launcher = vm["launcher"].as<std::string>();
     r.submit = !vm["no-submit"].as<bool>();
+    if (vm.count("post")) r.post = vm["post"].as<std::string>();
+    r.gpt2_vocab = vocab_path();
     r.print = [](const std::string& s) { std::cout << s; };
     r.note = [](const std::string& s) { std::cerr << s; };
     return run_sweep_request(r);

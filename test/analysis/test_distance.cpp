@@ -149,6 +149,7 @@ TEST_CASE("distance: measured profile equals per-batch, per-head and per-bin mea
   CHECK(p.bin_edges == std::vector<int64_t>{0, 7, 15, 22, 30});
   REQUIRE(p.batches() == 4);
   CHECK(p.tokens() == 4 * 2 * 30);
+  REQUIRE(p.normalized_by_batch.size() == 4);
   // The same windows again, aggregated by plain loops.
   TokenLoader again = held_out(dir.path(), 2, 30);
   std::vector<std::vector<std::vector<double>>> sums(2);  // [layer][head][bin]
@@ -162,6 +163,11 @@ TEST_CASE("distance: measured profile equals per-batch, per-head and per-bin mea
       for (int64_t k = 0; k < d[l].size(1); ++k) {
         CHECK(p.by_batch[size_t(b)][l][size_t(k)] ==
               Approx(d[l].select(1, k).to(torch::kDouble).mean().item<double>()).epsilon(1e-9));
+        // d / i over the queries i >= 1 of both sequences: 2 x 29 values.
+        double norm = 0;
+        for (int64_t s = 0; s < 2; ++s)
+          for (int64_t i = 1; i < 30; ++i) norm += d[l][s][k][i].item<double>() / double(i);
+        CHECK(p.normalized_by_batch[size_t(b)][l][size_t(k)] == Approx(norm / (2 * 29)).epsilon(1e-9));
         for (int64_t s = 0; s < 2; ++s)
           for (int64_t i = 0; i < 30; ++i) {
             size_t bin = i < 7 ? 0 : i < 15 ? 1 : i < 22 ? 2 : 3;
@@ -177,6 +183,11 @@ TEST_CASE("distance: measured profile equals per-batch, per-head and per-bin mea
   // Distances grow with the query position: the last bin exceeds the first in every layer.
   auto pos = p.layer_by_position();
   for (const auto& layer : pos) CHECK(layer.back() > layer.front());
+  // d / i is a share of the prefix: between 0 (the query itself) and 1 (the first token).
+  for (double v : p.layer_mean_normalized()) {
+    CHECK(v > 0);
+    CHECK(v < 1);
+  }
 }
 
 TEST_CASE("distance: a profile round-trips through run.h5 /attention/heldout", "[analysis][distance][store]") {
@@ -209,8 +220,18 @@ TEST_CASE("distance: a profile round-trips through run.h5 /attention/heldout", "
   CHECK(max_abs_diff(back.by_batch, p.by_batch) == 0.0);
   CHECK(max_abs_diff(back.by_position, p.by_position) == 0.0);
   CHECK(back.layer_mean() == p.layer_mean());
+  CHECK(max_abs_diff(back.normalized_by_batch, p.normalized_by_batch) == 0.0);
   ResultGroup g = r.read_group("attention/heldout");
   CHECK(g.reals("distance", h5) == p.layer_mean());  // D_l stored for h5py readers too
+  CHECK(g.reals("distance_normalized", h5) == p.layer_mean_normalized());
+  // A profile written before d / i existed reads back without it.
+  ResultGroup old = g;
+  for (auto it = old.arrays.begin(); it != old.arrays.end();)
+    it = it->first.find("normalized") != std::string::npos ? old.arrays.erase(it) : std::next(it);
+  DistanceProfile older = profile_from_group(old, p.heads, "old");
+  CHECK_FALSE(older.has_normalized());
+  CHECK(std::isnan(older.layer_mean_normalized()[0]));
+  CHECK(older.layer_mean() == p.layer_mean());
   CHECK_FALSE(r.has_group("attention/heldout.partial"));
   CHECK_FALSE(r.has_group("attention/delta"));
 }
@@ -280,6 +301,17 @@ TEST_CASE("Delta D_l: paired batch interval and Welch interval over seeds", "[an
   CHECK(s.rows[0].seed_ci.hi == Approx(w.hi));
   CHECK(s.rows[0].seed_ci.lo < s.rows[0].delta);
   CHECK(s.rows[0].seed_ci.hi > s.rows[0].delta);
+
+  // Without d / i on every side the normalised columns are NaN; with it, the same arithmetic.
+  CHECK(std::isnan(s.rows[0].delta_normalized));
+  for (auto* x : {&p, &p2, &u, &u2}) x->normalized_by_batch = x->by_batch;
+  for (auto& b : p.normalized_by_batch) b[0][0] /= 10;  // Prism's layer 0 normalised: 0.2, 0.4, 0.6
+  DistanceDelta n = distance_delta({p}, {u}, 0.95);
+  CHECK(n.rows[0].prism_normalized == Approx(0.4));
+  CHECK(n.rows[0].delta_normalized == Approx(0.4 - 2.0));
+  CHECK(n.rows[1].delta_normalized == Approx(0.0));
+  CHECK(std::isfinite(n.rows[0].batch_ci_normalized.lo));
+  CHECK(delta_from_group(to_result_group(n), "test").rows[0].delta_normalized == n.rows[0].delta_normalized);
 
   // The /attention/delta layout round-trips.
   DistanceDelta back = delta_from_group(to_result_group(s), "test");

@@ -31,7 +31,7 @@ TEST_CASE("prism distance: profiles match PyTorch, Delta D_l is their difference
     CHECK(j["batches"] == 16);
     CHECK(j["bins"] == 4);
     for (const char* k : {"max_diff_batch", "max_diff_position", "max_diff_head", "max_diff_layer",
-                          "max_diff_layer_by_position"}) {
+                          "max_diff_layer_by_position", "max_diff_normalized_batch", "max_diff_normalized_layer"}) {
       INFO(k);
       CHECK(j[k].get<double>() < 1e-5);
     }

@@ -76,6 +76,11 @@ TEST_CASE("prism export: loss, val, distance, position, delta, eval and summary 
     for (size_t i = 0; i < 12; ++i) CHECK(std::stod(loss.rows[i][col(loss, "loss")]) == want[i]);
     auto val = export_csv(fmt::format("{}/run.h5 --what val", runs.prism), runs.dir);
     CHECK(val.rows.size() == p["val/step"].size());
+    // Every validation loss with its standard error and the data's unigram baseline (unknown here: empty).
+    CHECK(val.header == std::vector<std::string>{"run", "heads", "seed", "step", "tokens", "loss", "loss_se",
+                                                 "unigram_val_loss"});
+    CHECK(std::stod(val.rows.back()[col(val, "loss_se")]) == p["val/loss_se"].back().get<double>());
+    CHECK(val.rows.back()[col(val, "unigram_val_loss")].empty());
     // JSON: the same numbers, one record per row.
     auto r = run_prism(fmt::format("export {} --what loss --format json", runs.prism));
     REQUIRE(r.exit_code == 0);
@@ -91,6 +96,9 @@ TEST_CASE("prism export: loss, val, distance, position, delta, eval and summary 
     CHECK(d.rows.back()[col(d, "source")] == "heldout");
     auto last_train = p["attention/layer_01/distance"].back().get<std::vector<double>>();
     CHECK(std::stod(d.rows[23][col(d, "distance")]) == last_train[3]);
+    CHECK(d.rows[23][col(d, "distance_normalized")].empty());  // training-time rows have none
+    auto held = p["attention/heldout/layer_01/distance_normalized"].get<std::vector<double>>();
+    CHECK(std::stod(d.rows.back()[col(d, "distance_normalized")]) == held[3]);
     auto pos = export_csv(fmt::format("{} --what position", runs.prism), runs.dir);
     CHECK(pos.rows.size() == 6 * 4);
     CHECK(pos.rows[3][col(pos, "position_lo")] == "24");
@@ -131,6 +139,8 @@ TEST_CASE("prism export: loss, val, distance, position, delta, eval and summary 
     CHECK(summary.rows[2][col(summary, "status")] == "pending");
     CHECK(summary.rows[2][col(summary, "steps")].empty());
     CHECK(std::stod(summary.rows[0][col(summary, "val_loss")]) == p["val/loss"].back().get<double>());
+    CHECK(std::stod(summary.rows[0][col(summary, "val_loss_se")]) == p["val/loss_se"].back().get<double>());
+    CHECK(summary.rows[0][col(summary, "unigram_val_loss")].empty());
     // Without summary.csv every run.h5 below the directory is a run.
     fs::remove(sweep / "summary.csv");
     auto scanned = export_csv(fmt::format("{} --what delta", sweep.string()), runs.dir);
@@ -141,6 +151,7 @@ TEST_CASE("prism export: loss, val, distance, position, delta, eval and summary 
     auto e = export_csv(fmt::format("{} --what eval", runs.prism), runs.dir);
     CHECK(e.rows.empty());  // not evaluated: the header alone
     CHECK(e.header[3] == "task");
+    CHECK(e.header.back() == "acc_bytes_stderr");
     auto r = run_prism(fmt::format("export {} --what losses", runs.prism));
     CHECK(r.exit_code == 2);
     CHECK_THAT(r.output, Catch::Contains("unknown export 'losses'") && Catch::Contains("loss, val, distance"));

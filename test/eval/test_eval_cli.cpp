@@ -85,18 +85,21 @@ TEST_CASE("prism eval: a model trained on the gold answers picks them, Python ag
     CHECK(j["items"] == d["n"]);
     CHECK(j["text_mismatches"].empty());
     CHECK(j["token_mismatches"].empty());
-    CHECK(j["bytes_match"] == true);
+    CHECK(j["lengths_match"] == true);
     CHECK(j["max_ll_diff"].get<double>() < 2e-3);
     // acc / acc_norm from the same log-likelihoods, computed in Python with numpy.
     CHECK(j["acc_from_dump"].get<double>() == d["acc"].get<double>());
     CHECK(j["acc_norm_from_dump"].get<double>() == d["acc_norm"].get<double>());
-    std::vector<int> pred, pred_norm;
+    CHECK(j["acc_bytes_from_dump"].get<double>() == d["acc_bytes"].get<double>());
+    std::vector<int> pred, pred_norm, pred_bytes;
     for (const auto& item : d["items"]) {
       pred.push_back(item["pred"]);
       pred_norm.push_back(item["pred_norm"]);
+      pred_bytes.push_back(item["pred_bytes"]);
     }
     CHECK(j["pred_from_dump"].get<std::vector<int>>() == pred);
     CHECK(j["pred_norm_from_dump"].get<std::vector<int>>() == pred_norm);
+    CHECK(j["pred_bytes_from_dump"].get<std::vector<int>>() == pred_bytes);
     // And from its own PyTorch log-likelihoods.
     CHECK(j["acc_own"].get<double>() == d["acc"].get<double>());
   }
@@ -106,7 +109,7 @@ TEST_CASE("prism eval: a model trained on the gold answers picks them, Python ag
     CHECK(h5["datasets"]["eval/" + t.task + "/n"].get<int>() == (t.task == "hellaswag" ? 5 : 4));
     CHECK(h5["datasets"].count("eval/" + t.task + "/acc") == 1);
     CHECK(h5["datasets"]["eval/" + t.task + "/items/label"].size() == h5["datasets"]["eval/" + t.task + "/n"].get<size_t>());
-    CHECK_THAT(h5["group_attrs"]["eval/" + t.task]["convention"].get<std::string>(), Catch::Contains("UTF-8 bytes"));
+    CHECK_THAT(h5["group_attrs"]["eval/" + t.task]["convention"].get<std::string>(), Catch::Contains("length in characters (Python's len()"));
   }
   CHECK(h5["datasets"]["eval/hellaswag/acc"] == 1.0);
   CHECK(h5["attrs"]["status"] == "completed");

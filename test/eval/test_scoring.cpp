@@ -130,22 +130,33 @@ TEST_CASE("scoring: many requests per forward pass give the unbatched acc and ac
   }
 }
 
-TEST_CASE("scoring: acc picks the first maximum, acc_norm divides by the answer's bytes", "[eval][scoring]") {
-  // Item 1: raw favours the short answer 0; per byte the long answer 1 wins.
+TEST_CASE("scoring: acc picks the first maximum, acc_norm divides by the answer's characters, acc_bytes by its bytes",
+          "[eval][scoring]") {
+  // Item 1: raw favours the short answer 0; per character the long answer 1 wins.
   // Item 2: a tie goes to the first choice (numpy's argmax), which is the label.
   // Item 3: both wrong.
+  // Item 4: the answers have 4 and 5 characters, 8 and 5 bytes ("ΟΔΟΣ" vs "roads"):
+  // per character choice 1 wins (-10/5 > -9/4), per byte choice 0 (-9/8 > -10/5).
   std::vector<ChoiceScores> items = {
-      {{-10.0, -12.0}, {5, 20}, 1},
-      {{-3.0, -3.0, -9.0}, {3, 3, 3}, 0},
-      {{-1.0, -2.0}, {1, 1}, 1},
+      {{-10.0, -12.0}, {5, 20}, 1, {5, 20}},
+      {{-3.0, -3.0, -9.0}, {3, 3, 3}, 0, {3, 3, 3}},
+      {{-1.0, -2.0}, {1, 1}, 1, {1, 1}},
+      {{-9.0, -10.0}, {4, 5}, 1, {8, 5}},
   };
   Accuracy a = accuracy(items);
-  CHECK(a.pred == std::vector<int>{0, 0, 0});
-  CHECK(a.pred_norm == std::vector<int>{1, 0, 0});
-  CHECK(a.n == 3);
-  CHECK(a.acc == Approx(1.0 / 3));
-  CHECK(a.acc_norm == Approx(2.0 / 3));
-  // stderr = sample sd / sqrt(n): hits {0,1,0}: sd sqrt(1/3), / sqrt(3).
-  CHECK(a.acc_stderr == Approx(std::sqrt(1.0 / 3.0) / std::sqrt(3.0)));
+  CHECK(a.pred == std::vector<int>{0, 0, 0, 0});
+  CHECK(a.pred_norm == std::vector<int>{1, 0, 0, 1});
+  CHECK(a.pred_bytes == std::vector<int>{1, 0, 0, 0});
+  CHECK(a.n == 4);
+  CHECK(a.acc == Approx(1.0 / 4));
+  CHECK(a.acc_norm == Approx(3.0 / 4));
+  CHECK(a.acc_bytes == Approx(2.0 / 4));
+  // stderr = sample sd / sqrt(n): hits {0,1,0,0}: sd sqrt(1/4), / sqrt(4).
+  CHECK(a.acc_stderr == Approx(std::sqrt(0.25) / 2.0));
   CHECK_THROWS_AS(accuracy({{{-1.0}, {1, 2}, 0}}), Error);
+  CHECK_THROWS_AS(accuracy({{{-1.0, -2.0}, {1, 2}, 0, {1}}}), Error);
+  // Without byte lengths there is no acc_bytes.
+  Accuracy plain = accuracy({{{-1.0, -2.0}, {1, 2}, 0}});
+  CHECK(std::isnan(plain.acc_bytes));
+  CHECK(plain.pred_bytes.empty());
 }

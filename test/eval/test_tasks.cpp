@@ -3,6 +3,10 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
 #include "prism/error.h"
 #include "prism/eval/tasks.h"
 #include "support.h"
@@ -36,6 +40,54 @@ TEST_CASE("tasks: HellaSwag context, endings and clean-up as the harness does th
   CHECK(hellaswag_preprocess("  a [b] c [title] d  ") == "a c. d");
   CHECK(python_capitalize("sHE went") == "She went");
   CHECK(python_capitalize("") == "");
+}
+
+TEST_CASE("tasks: python_strip, python_capitalize and python_len do what Python's str does, for non-ASCII text",
+          "[eval][tasks]") {
+  // A few of Python 3's answers, written out: full mappings, title case, the final sigma.
+  CHECK(python_capitalize("ßtraße ist SCHÖN") == "Sstraße ist schön");
+  CHECK(python_capitalize("ǆemal") == "ǅemal");
+  CHECK(python_capitalize("ΟΔΟΣ") == "Οδος");
+  CHECK(python_capitalize("ΣΑΣ. ΣΑΣ") == "Σας. σας");
+  CHECK(python_capitalize("aΣb") == "Aσb");
+  CHECK(python_capitalize("ŉ x") == "ʼN x");
+  CHECK(python_strip("\xc2\xa0 hello\xe3\x80\x80") == "hello");  // no-break and ideographic spaces
+  CHECK(python_strip("\x1c x \x1f") == "x");
+  CHECK(python_len("école") == 5);
+  CHECK(python_len("ΟΔΟΣ") == 4);
+  // Bytes that are not UTF-8 pass through, one character each.
+  CHECK(python_capitalize("\xff\xfe" "AB") == "\xff\xfe" "ab");
+  CHECK(python_len("a\xff" "b") == 3);
+  // And every line of the fixture against Python itself.
+  const std::string input = fixture("python_text.jsonl");
+  auto r = prism::test::run_reference("eval_reference.py", "text --input " + input);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  auto expected = nlohmann::json::parse(r.output);
+  std::vector<std::string> lines;
+  {
+    std::istringstream in(prism::test::read_file(input));
+    for (std::string line; std::getline(in, line);)
+      if (!line.empty()) lines.push_back(nlohmann::json::parse(line).get<std::string>());
+  }
+  REQUIRE(lines.size() == expected.size());
+  REQUIRE(lines.size() >= 25);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    INFO("line " << i + 1 << ": " << lines[i]);
+    CHECK(python_strip(lines[i]) == expected[i]["strip"].get<std::string>());
+    CHECK(python_capitalize(lines[i]) == expected[i]["capitalize"].get<std::string>());
+    CHECK(python_len(lines[i]) == expected[i]["len"].get<int64_t>());
+  }
+}
+
+TEST_CASE("tasks: a HellaSwag item in Greek and German gives Python's context and answer lengths", "[eval][tasks]") {
+  TaskData d = read_task(Task::HellaSwag, fixture("hellaswag_unicode.jsonl"));
+  REQUIRE(d.items.size() == 2);
+  // ctx_b "ΟΔΟΣ ΚΑΙ ΣΤΡΑΣΣΕ" capitalised as Python does (final sigma in the first word only).
+  CHECK(d.items[0].choices[0].context == "Οδηγός: Ο ΟΔΗΓΌΣ ΠΆΕΙ. Οδος και στρασσε");
+  CHECK(d.items[1].choices[0].context == "Straße: Ein Mann geht. Sstrasse");
+  CHECK(python_len(d.items[1].choices[1].choice) == 15);
+  CHECK(d.items[1].choices[1].choice.size() == 19);  // bytes: four two-byte letters
 }
 
 TEST_CASE("tasks: PIQA with its labels file, ARC in both layouts, WinoGrande partial scoring", "[eval][tasks]") {

@@ -1,6 +1,6 @@
 """Reference for `prism distance`: recomputes the held-out attention-distance
 profile of a checkpoint with PyTorch from explicit attention probabilities
-(d_i = sum_j p_ij (i - j)), reading the validation shard the way Prism's
+(d_i = sum_j p_ij (i - j), and d_i / i for i >= 1), reading the validation shard the way Prism's
 sequential loader does (window k = tokens [k T, k T + T]), and compares it
 with what prism wrote to run.h5 /attention/heldout (read with h5py).
 
@@ -63,15 +63,20 @@ def main(ckpt, shard, h5):
             "head": [g[f"layer_{l:02d}/distance"][:] for l in range(len(heads))],
             "layer": g["distance"][:],
             "layer_by_position": g["distance_by_position"][:],
+            "normalized_batch": [g[f"layer_{l:02d}/distance_normalized_by_batch"][:] for l in range(len(heads))],
+            "normalized_layer": g["distance_normalized"][:],
         }
     tokens = read_shard(shard)
     per_batch = [np.zeros((nb, h)) for h in heads]
+    norm_batch = [np.zeros((nb, h)) for h in heads]
+    inv_pos = 1.0 / torch.arange(1, T, dtype=torch.float64)
     pos_sum = [np.zeros((h, len(edges) - 1)) for h in heads]
     with torch.no_grad():
         for b in range(nb):
             idx = torch.tensor(np.stack([tokens[(b * B + s) * T:(b * B + s) * T + T] for s in range(B)]))
             for l, d in enumerate(distances(model, idx)):
                 per_batch[l][b] = d.mean(dim=(0, 2)).numpy()
+                norm_batch[l][b] = (d[:, :, 1:] * inv_pos).mean(dim=(0, 2)).numpy()
                 for k in range(len(edges) - 1):
                     pos_sum[l][:, k] += d[:, :, edges[k]:edges[k + 1]].sum(dim=(0, 2)).numpy()
     widths = np.diff(edges) * B * nb
@@ -85,6 +90,8 @@ def main(ckpt, shard, h5):
         "max_diff_head": max(float(np.abs(a - s).max()) for a, s in zip(per_head, stored["head"])),
         "max_diff_layer": float(np.abs(layer - stored["layer"]).max()),
         "max_diff_layer_by_position": float(np.abs(np.stack([p.mean(0) for p in per_pos]) - stored["layer_by_position"]).max()),
+        "max_diff_normalized_batch": max(float(np.abs(a - s).max()) for a, s in zip(norm_batch, stored["normalized_batch"])),
+        "max_diff_normalized_layer": float(np.abs(np.array([nb_.mean() for nb_ in norm_batch]) - stored["normalized_layer"]).max()),
         "layer": layer.tolist(),
     }
     print(json.dumps(out))

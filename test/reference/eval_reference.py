@@ -1,6 +1,7 @@
 """Reference for `prism eval`: lm-evaluation-harness's zero-shot multiple-choice
 conventions written out again in Python (request texts, tokenisation with
-tiktoken, truncation, log-likelihood with PyTorch, acc and acc_norm with numpy),
+tiktoken, truncation, log-likelihood with PyTorch, acc, acc_norm (answer length
+in characters, len()) and acc_bytes (in UTF-8 bytes) with numpy),
 so the C++ side can be checked against an independent computation.
 
     eval_reference.py corpus --task T --data FILE [--labels FILE] [--repeat N]
@@ -8,9 +9,13 @@ so the C++ side can be checked against an independent computation.
         item, blank-line separated: a corpus a model can memorise.
     eval_reference.py check --task T --data FILE [--labels FILE] --vocab VOCAB
                             --checkpoint MODEL.safetensors --dump DUMP.json
-        compares prism eval's dump with this script's own requests, token ids and
-        log-likelihoods, and computes acc / acc_norm from the dump's numbers and
-        from its own; prints one JSON object.
+        compares prism eval's dump with this script's own requests, token ids,
+        answer lengths and log-likelihoods, and computes acc / acc_norm /
+        acc_bytes from the dump's numbers and from its own; prints one JSON object.
+    eval_reference.py text --input FILE
+        Python's own str.strip(), str.capitalize() and len() of each line of a
+        UTF-8 file (JSON strings, one per line); prints a JSON list of
+        {"strip", "capitalize", "len"}: what prism's python_text.h must match.
 """
 import argparse
 import json
@@ -107,23 +112,34 @@ def loglikelihood(model, block, ctx, cont):
     return float(lp[torch.arange(len(cont)), torch.tensor(cont)].sum())
 
 
-def accuracy(lls, bytes_, labels):
+def normalised_preds(lls, lengths):
+    return [int(np.argmax(np.array(l) / np.array(n, dtype=float))) for l, n in zip(lls, lengths)]
+
+
+def accuracy(lls, chars, bytes_, labels):
+    """acc, acc_norm (per character, the harness's len()), acc_bytes (per UTF-8 byte)."""
     hits = [int(np.argmax(l)) == g for l, g in zip(lls, labels)]
-    hits_norm = [int(np.argmax(np.array(l) / np.array(b, dtype=float))) == g for l, b, g in zip(lls, bytes_, labels)]
-    return float(np.mean(hits)), float(np.mean(hits_norm))
+    hits_norm = [p == g for p, g in zip(normalised_preds(lls, chars), labels)]
+    hits_bytes = [p == g for p, g in zip(normalised_preds(lls, bytes_), labels)]
+    return float(np.mean(hits)), float(np.mean(hits_norm)), float(np.mean(hits_bytes))
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["corpus", "check"])
-    ap.add_argument("--task", required=True)
-    ap.add_argument("--data", required=True)
+    ap.add_argument("mode", choices=["corpus", "check", "text"])
+    ap.add_argument("--task")
+    ap.add_argument("--data")
+    ap.add_argument("--input")
     ap.add_argument("--labels")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--vocab")
     ap.add_argument("--checkpoint")
     ap.add_argument("--dump")
     a = ap.parse_args()
+    if a.mode == "text":
+        lines = [json.loads(l) for l in open(a.input, encoding="utf-8") if l.strip()]
+        print(json.dumps([{"strip": t.strip(), "capitalize": t.capitalize(), "len": len(t)} for t in lines]))
+        return
     items = load_items(a.task, a.data, a.labels)
     if a.mode == "corpus":
         for _ in range(a.repeat):
@@ -143,12 +159,12 @@ def main():
     dump = json.load(open(a.dump, encoding="utf-8"))
     out = {"items": len(items), "dump_items": len(dump["items"]), "text_mismatches": [], "token_mismatches": [],
            "max_ll_diff": 0.0}
-    own_lls, dump_lls, own_bytes, dump_bytes, labels = [], [], [], [], []
+    own_lls, dump_lls, own_chars, own_bytes, dump_chars, dump_bytes, labels = [], [], [], [], [], [], []
     for n, ((label, choices), d) in enumerate(zip(items, dump["items"])):
         labels.append(label)
         if d["label"] != label:
             out["text_mismatches"].append(f"item {n}: label {d['label']} vs {label}")
-        lls, bs = [], []
+        lls, cs, bs = [], [], []
         for k, ((ctx, cont, text), dc) in enumerate(zip(choices, d["choices"])):
             if (dc["context"], dc["continuation"], dc["choice"]) != (ctx, cont, text):
                 out["text_mismatches"].append(f"item {n} choice {k}: {dc['context']!r}+{dc['continuation']!r} vs {ctx!r}+{cont!r}")
@@ -158,16 +174,22 @@ def main():
             ll = loglikelihood(model, block, c_ids, k_ids)
             out["max_ll_diff"] = max(out["max_ll_diff"], abs(ll - dc["loglikelihood"]))
             lls.append(ll)
+            cs.append(len(text))
             bs.append(len(text.encode("utf-8")))
         own_lls.append(lls)
+        own_chars.append(cs)
         own_bytes.append(bs)
         dump_lls.append([c["loglikelihood"] for c in d["choices"]])
+        dump_chars.append([c["chars"] for c in d["choices"]])
         dump_bytes.append([c["bytes"] for c in d["choices"]])
-    out["bytes_match"] = own_bytes == dump_bytes
-    out["acc_from_dump"], out["acc_norm_from_dump"] = accuracy(dump_lls, own_bytes, labels)
-    out["acc_own"], out["acc_norm_own"] = accuracy(own_lls, own_bytes, labels)
+    out["lengths_match"] = own_chars == dump_chars and own_bytes == dump_bytes
+    out["chars_differ_from_bytes"] = own_chars != own_bytes
+    out["acc_from_dump"], out["acc_norm_from_dump"], out["acc_bytes_from_dump"] = accuracy(
+        dump_lls, own_chars, own_bytes, labels)
+    out["acc_own"], out["acc_norm_own"], out["acc_bytes_own"] = accuracy(own_lls, own_chars, own_bytes, labels)
     out["pred_from_dump"] = [int(np.argmax(l)) for l in dump_lls]
-    out["pred_norm_from_dump"] = [int(np.argmax(np.array(l) / np.array(b, float))) for l, b in zip(dump_lls, own_bytes)]
+    out["pred_norm_from_dump"] = normalised_preds(dump_lls, own_chars)
+    out["pred_bytes_from_dump"] = normalised_preds(dump_lls, own_bytes)
     print(json.dumps(out))
 
 

@@ -4,6 +4,7 @@ dataset (as lists). Used by tests to check the run store from Python's side.
     python read_run.py RUN.h5
 """
 import json
+import math
 import sys
 
 import h5py
@@ -11,12 +12,17 @@ import numpy as np
 
 
 def plain(v):
+    """JSON-ready: NaN (unknown, e.g. unigram_val_loss) becomes null, which JSON can carry."""
     if isinstance(v, bytes):
         return v.decode()
     if isinstance(v, np.ndarray):
-        return v.tolist()
+        return plain(v.tolist())
     if isinstance(v, np.generic):
-        return v.item()
+        return plain(v.item())
+    if isinstance(v, list):
+        return [plain(x) for x in v]
+    if isinstance(v, float) and math.isnan(v):
+        return None
     return v
 
 

@@ -83,7 +83,7 @@ def train_row(i):
 
 def val_row(j):
     step = 30 * j
-    return {"step": step, "tokens": 4096 * (step + 1), "loss": 12.0 / (step + 1)}
+    return {"step": step, "tokens": 4096 * (step + 1), "loss": 12.0 / (step + 1), "loss_se": 0.5 / (step + 1)}
 
 
 def head_distance(step, layer, head):

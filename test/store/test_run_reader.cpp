@@ -66,6 +66,50 @@ TEST_CASE("RunReader: complete rows of a live run, eval and result groups", "[st
                                                             Catch::Contains("prism distance"));
 }
 
+TEST_CASE("RunReader: /val/loss_se and unigram_val_loss, and older files that lack them", "[store][reader]") {
+  TempDir dir("prism-reader");
+  const std::string h5 = dir.file("run.h5");
+  RunAttributes attrs{"model: {d_model: 64}", {2, 4}, 7, "test"};
+  attrs.unigram_val_loss = 6.375;
+  {
+    RunStore store = RunStore::create(h5, attrs);
+    store.append_val({5, 500, 7.5, 0.25});
+    store.append_val({10, 1000, 7.0});  // no standard error: NaN
+    store.set_status("completed");
+  }
+  {
+    RunReader r(h5);
+    CHECK(r.attributes().unigram_val_loss == 6.375);
+    auto val = r.val();
+    REQUIRE(val.size() == 2);
+    CHECK(val[0].loss_se == 0.25);
+    CHECK(std::isnan(val[1].loss_se));
+  }
+  // The same file as an older prism wrote it: no /val/loss_se, no unigram attribute.
+  auto py = prism::test::run_reference("make_old_run.py", h5);
+  INFO(py.output);
+  REQUIRE(py.exit_code == 0);
+  {
+    RunReader r(h5);
+    CHECK(std::isnan(r.attributes().unigram_val_loss));
+    auto val = r.val();
+    REQUIRE(val.size() == 2);
+    CHECK(val[1].loss == 7.0);
+    CHECK(std::isnan(val[0].loss_se));
+  }
+  // Opening it to add results (or resuming it) adds the column, NaN for the old rows.
+  {
+    RunStore store = RunStore::resume(h5, 10);
+    store.append_val({15, 1500, 6.5, 0.125});
+  }
+  RunReader r(h5);
+  auto val = r.val();
+  REQUIRE(val.size() == 3);
+  CHECK(std::isnan(val[1].loss_se));
+  CHECK(val[2].loss_se == 0.125);
+  CHECK(val[2].loss == 6.5);
+}
+
 TEST_CASE("RunReader: a missing or foreign file is a clear error", "[store][reader]") {
   TempDir dir("prism-reader");
   CHECK_THROWS_WITH(RunReader(dir.file("nope.h5")), Catch::Contains("no run store here"));

@@ -36,7 +36,7 @@ TrainRow train_row(int64_t i) {
 }
 ValRow val_row(int64_t j) {
   int64_t step = 30 * j;
-  return {step, 4096 * (step + 1), 12.0 / double(step + 1)};
+  return {step, 4096 * (step + 1), 12.0 / double(step + 1), 0.5 / double(step + 1)};
 }
 std::vector<std::vector<double>> head_distances(int64_t step, const std::vector<int>& heads) {
   std::vector<std::vector<double>> d(heads.size());
@@ -109,6 +109,7 @@ int64_t check_series(const json& d) {
     REQUIRE(ds["val/step"]["data"][j] == r.step);
     REQUIRE(ds["val/tokens"]["data"][j] == r.tokens);
     REQUIRE(ds["val/loss"]["data"][j] == r.loss);
+    REQUIRE(ds["val/loss_se"]["data"][j] == r.loss_se);
   }
   int64_t n_att = ds["attention/step"]["shape"][0];
   CHECK(n_att <= (n + 19) / 20);
@@ -214,13 +215,15 @@ TEST_CASE("RunStore writes the DESIGN.md schema, and h5py reads every row and at
   CHECK(d["attr_types"]["heads"] == "ndarray:int32");
   CHECK(d["attr_types"]["seed"] == "uint64:uint64");
   CHECK(d["attr_types"]["status"] == "str:");
+  CHECK(d["attr_types"]["unigram_val_loss"] == "float64:float64");
+  CHECK(a["unigram_val_loss"].is_null());  // unknown here: NaN
 
   CHECK(check_series(d) == rows);
   const json& ds = d["datasets"];
   CHECK(ds["val/step"]["shape"][0] == 110);
   CHECK(ds["attention/step"]["shape"][0] == 55);
   for (const char* name : {"train/step", "train/tokens", "train/loss", "train/lr", "train/grad_norm", "train/time_s",
-                           "val/step", "val/tokens", "val/loss", "attention/step"}) {
+                           "val/step", "val/tokens", "val/loss", "val/loss_se", "attention/step"}) {
     INFO(name);
     CHECK(ds[name]["maxshape"] == json::array({nullptr}));  // extendible
     CHECK(ds[name]["chunks"].is_array());
@@ -240,8 +243,8 @@ TEST_CASE("RunStore writes the DESIGN.md schema, and h5py reads every row and at
   CHECK(ds["eval/arc_easy/acc"]["data"] == 0.5);
   CHECK(ds["eval/arc_easy/n"]["data"] == 2376);
   CHECK(ds["eval/arc_easy/n"]["dtype"] == "int64");
-  // Exactly the schema: 6 + 3 + 2 + 12 series datasets and 2 x 3 eval scalars.
-  CHECK(ds.size() == 6 + 3 + 2 + 12 + 6);
+  // Exactly the schema: 6 + 4 + 2 + 12 series datasets and 2 x 3 eval scalars.
+  CHECK(ds.size() == 6 + 4 + 2 + 12 + 6);
 }
 
 TEST_CASE("RunStore is read by h5py while the run is still writing", "[store]") {

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <thread>
 
@@ -78,6 +79,32 @@ TEST_CASE("prism train runs to a falling loss and a complete run.h5", "[train][r
   CHECK(run["datasets"]["attention/layer_01/distance"][0].size() == 4);
   CHECK(fs::exists(f.dir.file("a/checkpoints/step_000012/model.safetensors")));
   CHECK(fs::exists(f.dir.file("a/config.yaml")));
+}
+
+TEST_CASE("every validation loss carries its standard error over batches, and run.h5 the data's unigram baseline",
+          "[train][run]") {
+  // 512 validation tokens = 4 batches of 4 x 32: /val/loss_se is the sample sd of
+  // the 4 per-batch mean losses / 2, recomputed in PyTorch from the last checkpoint.
+  Fixture f;
+  auto r = run_prism(fmt::format("train {} --out {}", f.config, f.dir.file("a")));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  auto run = read_run(f.dir.file("a/run.h5"));
+  const auto loss = run["datasets"]["val/loss"].get<std::vector<double>>();
+  const auto se = run["datasets"]["val/loss_se"].get<std::vector<double>>();
+  REQUIRE(se.size() == loss.size());
+  for (double s : se) CHECK(s > 0);
+  auto ref = run_reference("val_loss_reference.py",
+                           fmt::format("{} {}/synth_val_000000.bin --batch 4 --seq 32 --batches 4",
+                                       f.dir.file("a/checkpoints/step_000012/model.safetensors"), f.shards));
+  INFO(ref.output);
+  REQUIRE(ref.exit_code == 0);
+  auto j = nlohmann::json::parse(ref.output);
+  CHECK(loss.back() == Approx(j["mean"].get<double>()).margin(1e-4));
+  CHECK(se.back() == Approx(j["se"].get<double>()).epsilon(1e-3));
+  CHECK_THAT(r.output, Catch::Contains(fmt::format("val loss {:.4f} ± {:.4f}", loss.back(), se.back())));
+  // Synthetic shards have no prepare.json: the baseline is unknown, stored as NaN.
+  CHECK(run["attrs"]["unigram_val_loss"].is_null());  // NaN, which read_run.py writes as null
 }
 
 TEST_CASE("the configured back end trains, and distance passes on one without distance output use auto", "[train][run]") {

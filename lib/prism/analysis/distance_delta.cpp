@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -38,6 +39,46 @@ std::vector<int> side_heads(const std::vector<DistanceProfile>& side, const char
   return side.front().heads;
 }
 
+// Per layer: each side's mean over its runs and the two intervals of their difference.
+struct SideDelta {
+  std::vector<double> prism, baseline;
+  std::vector<Interval> batch_ci, seed_ci;
+};
+
+SideDelta side_delta(const std::vector<DistanceProfile>& prism, const std::vector<DistanceProfile>& baseline,
+                     int64_t batches, size_t layers, double confidence, bool normalized) {
+  auto side_means = [&](const std::vector<DistanceProfile>& side) {
+    std::vector<std::vector<double>> per_run;  // [run][layer]
+    for (const auto& p : side) per_run.push_back(normalized ? p.layer_mean_normalized() : p.layer_mean());
+    return per_run;
+  };
+  auto side_batches = [&](const std::vector<DistanceProfile>& side) {
+    std::vector<std::vector<std::vector<double>>> out;  // [run][batch][layer]
+    for (const auto& p : side) out.push_back(normalized ? p.layer_by_batch_normalized() : p.layer_by_batch());
+    return out;
+  };
+  const auto pm = side_means(prism), bm = side_means(baseline);
+  const auto pb = side_batches(prism), bb = side_batches(baseline);
+  SideDelta out;
+  for (size_t l = 0; l < layers; ++l) {
+    std::vector<double> ps, bs;
+    for (const auto& m : pm) ps.push_back(m[l]);
+    for (const auto& m : bm) bs.push_back(m[l]);
+    out.prism.push_back(mean_of(ps));
+    out.baseline.push_back(mean_of(bs));
+    std::vector<double> diffs;  // per batch: mean over Prism runs - mean over baseline runs
+    for (int64_t b = 0; b < batches; ++b) {
+      double sp = 0, sb = 0;
+      for (const auto& run : pb) sp += run[static_cast<size_t>(b)][l];
+      for (const auto& run : bb) sb += run[static_cast<size_t>(b)][l];
+      diffs.push_back(sp / static_cast<double>(pb.size()) - sb / static_cast<double>(bb.size()));
+    }
+    out.batch_ci.push_back(mean_interval(diffs, confidence));
+    out.seed_ci.push_back(welch_interval(ps, bs, confidence));
+  }
+  return out;
+}
+
 }  // namespace
 
 DistanceDelta distance_delta(const std::vector<DistanceProfile>& prism, const std::vector<DistanceProfile>& baseline,
@@ -69,39 +110,27 @@ DistanceDelta distance_delta(const std::vector<DistanceProfile>& prism, const st
   for (const auto& p : prism) d.prism_runs.push_back(p.source);
   for (const auto& p : baseline) d.baseline_runs.push_back(p.source);
 
-  auto side_means = [](const std::vector<DistanceProfile>& side) {
-    std::vector<std::vector<double>> per_run;  // [run][layer]
-    for (const auto& p : side) per_run.push_back(p.layer_mean());
-    return per_run;
-  };
-  auto side_batches = [](const std::vector<DistanceProfile>& side) {
-    std::vector<std::vector<std::vector<double>>> out;  // [run][batch][layer]
-    for (const auto& p : side) out.push_back(p.layer_by_batch());
-    return out;
-  };
-  const auto pm = side_means(prism), bm = side_means(baseline);
-  const auto pb = side_batches(prism), bb = side_batches(baseline);
   const size_t L = d.heads.size();
+  const bool normalized = std::all_of(prism.begin(), prism.end(), [](const auto& p) { return p.has_normalized(); }) &&
+                          std::all_of(baseline.begin(), baseline.end(), [](const auto& p) { return p.has_normalized(); });
+  const SideDelta raw = side_delta(prism, baseline, d.batches, L, confidence, false);
+  const SideDelta norm = normalized ? side_delta(prism, baseline, d.batches, L, confidence, true) : SideDelta{};
+  const double nan = std::nan("");
   for (size_t l = 0; l < L; ++l) {
     DeltaRow r;
     r.layer = static_cast<int>(l);
     r.heads = d.heads[l];
     r.baseline_heads = d.baseline_heads[l];
-    std::vector<double> ps, bs;
-    for (const auto& m : pm) ps.push_back(m[l]);
-    for (const auto& m : bm) bs.push_back(m[l]);
-    r.prism = mean_of(ps);
-    r.baseline = mean_of(bs);
+    r.prism = raw.prism[l];
+    r.baseline = raw.baseline[l];
     r.delta = r.prism - r.baseline;
-    std::vector<double> diffs;  // per batch: mean over Prism runs - mean over baseline runs
-    for (int64_t b = 0; b < d.batches; ++b) {
-      double sp = 0, sb = 0;
-      for (const auto& run : pb) sp += run[static_cast<size_t>(b)][l];
-      for (const auto& run : bb) sb += run[static_cast<size_t>(b)][l];
-      diffs.push_back(sp / static_cast<double>(pb.size()) - sb / static_cast<double>(bb.size()));
-    }
-    r.batch_ci = mean_interval(diffs, confidence);
-    r.seed_ci = welch_interval(ps, bs, confidence);
+    r.batch_ci = raw.batch_ci[l];
+    r.seed_ci = raw.seed_ci[l];
+    r.prism_normalized = normalized ? norm.prism[l] : nan;
+    r.baseline_normalized = normalized ? norm.baseline[l] : nan;
+    r.delta_normalized = r.prism_normalized - r.baseline_normalized;
+    r.batch_ci_normalized = normalized ? norm.batch_ci[l] : Interval{nan, nan};
+    r.seed_ci_normalized = normalized ? norm.seed_ci[l] : Interval{nan, nan};
     d.rows.push_back(r);
   }
   // Per position bin, from the profiles that have one (training-time rows do not).
@@ -126,6 +155,7 @@ ResultGroup to_result_group(const DistanceDelta& d) {
   const uint64_t bins = d.bin_edges.empty() ? 0 : d.bin_edges.size() - 1;
   std::vector<int64_t> layer, heads, base_heads;
   std::vector<double> prism, baseline, delta, blo, bhi, slo, shi, pos;
+  std::vector<double> nprism, nbase, ndelta, nblo, nbhi, nslo, nshi;
   for (const auto& r : d.rows) {
     layer.push_back(r.layer);
     heads.push_back(r.heads);
@@ -137,6 +167,13 @@ ResultGroup to_result_group(const DistanceDelta& d) {
     bhi.push_back(r.batch_ci.hi);
     slo.push_back(r.seed_ci.lo);
     shi.push_back(r.seed_ci.hi);
+    nprism.push_back(r.prism_normalized);
+    nbase.push_back(r.baseline_normalized);
+    ndelta.push_back(r.delta_normalized);
+    nblo.push_back(r.batch_ci_normalized.lo);
+    nbhi.push_back(r.batch_ci_normalized.hi);
+    nslo.push_back(r.seed_ci_normalized.lo);
+    nshi.push_back(r.seed_ci_normalized.hi);
   }
   for (const auto& row : d.by_position) pos.insert(pos.end(), row.begin(), row.end());
   g.set_integer("layer", {L}, layer);
@@ -149,14 +186,23 @@ ResultGroup to_result_group(const DistanceDelta& d) {
   g.set_real("batch_ci_hi", {L}, bhi);
   g.set_real("seed_ci_lo", {L}, slo);
   g.set_real("seed_ci_hi", {L}, shi);
+  g.set_real("prism_normalized", {L}, nprism);
+  g.set_real("baseline_normalized", {L}, nbase);
+  g.set_real("delta_normalized", {L}, ndelta);
+  g.set_real("batch_ci_normalized_lo", {L}, nblo);
+  g.set_real("batch_ci_normalized_hi", {L}, nbhi);
+  g.set_real("seed_ci_normalized_lo", {L}, nslo);
+  g.set_real("seed_ci_normalized_hi", {L}, nshi);
   g.set_integer("bin_edges", {bins + 1}, d.bin_edges.empty() ? std::vector<int64_t>{0} : d.bin_edges);
   g.set_real("delta_by_position", {d.by_position.empty() ? 0 : L, bins}, pos);
   g.numbers = {{"confidence", d.confidence}, {"batches", static_cast<double>(d.batches)}};
   g.text = {{"tokens_id", d.tokens_id},
             {"prism_runs", join(d.prism_runs, "\n")},
             {"baseline_runs", join(d.baseline_runs, "\n")},
-            {"definition", "delta = D_l(Prism) - D_l(baseline), same held-out tokens; batch CI: t-interval of the "
-                           "paired per-batch differences; seed CI: Welch over runs (>= 2 per side)"}};
+            {"definition", "delta = D_l(Prism) - D_l(baseline), same held-out tokens, D_l the mean of d = sum_j p_ij "
+                           "(i - j) (the project's own definition; the paper gives no formula); *_normalized: the same "
+                           "for d / i over queries i >= 1; batch CI: t-interval of the paired per-batch differences; "
+                           "seed CI: Welch over runs (>= 2 per side)"}};
   return g;
 }
 
@@ -172,6 +218,14 @@ DistanceDelta delta_from_group(const ResultGroup& g, const std::string& where) {
   auto prism = g.reals("prism", where), baseline = g.reals("baseline", where), delta = g.reals("delta", where);
   auto blo = g.reals("batch_ci_lo", where), bhi = g.reals("batch_ci_hi", where);
   auto slo = g.reals("seed_ci_lo", where), shi = g.reals("seed_ci_hi", where);
+  // Older groups have no normalised columns: NaN.
+  auto optional = [&](const char* name) {
+    return g.has(name) ? g.reals(name, where) : std::vector<double>(layer.size(), std::nan(""));
+  };
+  auto nprism = optional("prism_normalized"), nbase = optional("baseline_normalized"),
+       ndelta = optional("delta_normalized"), nblo = optional("batch_ci_normalized_lo"),
+       nbhi = optional("batch_ci_normalized_hi"), nslo = optional("seed_ci_normalized_lo"),
+       nshi = optional("seed_ci_normalized_hi");
   for (size_t l = 0; l < layer.size(); ++l) {
     DeltaRow r;
     r.layer = static_cast<int>(layer[l]);
@@ -182,6 +236,11 @@ DistanceDelta delta_from_group(const ResultGroup& g, const std::string& where) {
     r.delta = delta[l];
     r.batch_ci = {blo[l], bhi[l]};
     r.seed_ci = {slo[l], shi[l]};
+    r.prism_normalized = nprism[l];
+    r.baseline_normalized = nbase[l];
+    r.delta_normalized = ndelta[l];
+    r.batch_ci_normalized = {nblo[l], nbhi[l]};
+    r.seed_ci_normalized = {nslo[l], nshi[l]};
     d.rows.push_back(r);
     d.heads.push_back(r.heads);
     d.baseline_heads.push_back(r.baseline_heads);
@@ -199,15 +258,16 @@ DistanceDelta delta_from_group(const ResultGroup& g, const std::string& where) {
 std::string format_delta_table(const DistanceDelta& d, int d_model) {
   std::ostringstream out;
   const std::string pct = fmt::format("{:.0f}%", d.confidence * 100);
-  out << fmt::format("{:>5} {:>11} {:>9} {:>9} {:>9} {:>21} {:>21}\n", "layer", "heads (d_h)", "D_prism", "D_base",
-                     "Delta", pct + " CI batches", pct + " CI seeds");
+  out << fmt::format("{:>5} {:>11} {:>9} {:>9} {:>9} {:>21} {:>21} {:>9}\n", "layer", "heads (d_h)", "D_prism",
+                     "D_base", "Delta", pct + " CI batches", pct + " CI seeds", "Delta/i");
   auto interval = [](const Interval& i) {
     return std::isnan(i.lo) ? std::string("-") : fmt::format("[{:+.3f}, {:+.3f}]", i.lo, i.hi);
   };
   for (const auto& r : d.rows)
-    out << fmt::format("{:>5} {:>11} {:>9.3f} {:>9.3f} {:>+9.3f} {:>21} {:>21}\n", r.layer,
+    out << fmt::format("{:>5} {:>11} {:>9.3f} {:>9.3f} {:>+9.3f} {:>21} {:>21} {:>9}\n", r.layer,
                        fmt::format("{}/{} ({})", r.heads, r.baseline_heads, d_model / r.heads), r.prism, r.baseline,
-                       r.delta, interval(r.batch_ci), interval(r.seed_ci));
+                       r.delta, interval(r.batch_ci), interval(r.seed_ci),
+                       std::isnan(r.delta_normalized) ? std::string("-") : fmt::format("{:+.4f}", r.delta_normalized));
   out << fmt::format("{} Prism run(s) vs {} baseline run(s), {} batches of the same held-out tokens\n",
                      d.prism_runs.size(), d.baseline_runs.size(), d.batches);
   return out.str();

@@ -6,6 +6,8 @@
 //    batches), a t-interval of their mean: how sure the number is for these models;
 //  - over seeds: Welch's interval of the per-run D_l, when each side has >= 2 runs:
 //    how much of it is the schedule rather than the initialisation.
+// The same for the position-normalised distance (d / i, distance_profile.h)
+// when every profile has it; NaN otherwise.
 #include <string>
 #include <vector>
 
@@ -20,6 +22,8 @@ struct DeltaRow {
   int heads = 0, baseline_heads = 0;
   double prism = 0, baseline = 0, delta = 0;  // D_l of each side and their difference
   Interval batch_ci{}, seed_ci{};
+  double prism_normalized = 0, baseline_normalized = 0, delta_normalized = 0;  // the same for d / i (NaN: not measured)
+  Interval batch_ci_normalized{}, seed_ci_normalized{};
 };
 
 struct DistanceDelta {

@@ -9,6 +9,7 @@
 
 #include "prism/analysis/distance_delta.h"
 #include "prism/analysis/distance_profile.h"
+#include "prism/analysis/run_unigram.h"
 #include "prism/error.h"
 #include "prism/store/run_reader.h"
 
@@ -59,15 +60,18 @@ Table loss_table(const RunSet& set) {
 
 Table val_table(const RunSet& set) {
   Table t;
-  t.columns = with_run_columns({"step", "tokens", "loss"});
-  for (auto& [e, r] : open_runs(set, t))
-    for (const auto& x : r.val()) t.add(row(run_cells(*e, r), x.step, x.tokens, x.loss));
+  t.columns = with_run_columns({"step", "tokens", "loss", "loss_se", "unigram_val_loss"});
+  for (auto& [e, r] : open_runs(set, t)) {
+    const double unigram = run_unigram_val_loss(r.attributes());
+    for (const auto& x : r.val())
+      t.add(row(run_cells(*e, r), x.step, x.tokens, x.loss, x.loss_se, unigram));
+  }
   return t;
 }
 
 Table distance_table(const RunSet& set) {
   Table t;
-  t.columns = with_run_columns({"source", "step", "layer", "layer_heads", "head", "distance"});
+  t.columns = with_run_columns({"source", "step", "layer", "layer_heads", "head", "distance", "distance_normalized"});
   for (auto& [e, r] : open_runs(set, t)) {
     const auto& heads = r.attributes().heads;
     AttentionSeries s = r.attention();
@@ -76,15 +80,16 @@ Table distance_table(const RunSet& set) {
       for (size_t l = 0; l < heads.size(); ++l)
         for (size_t k = 0; k < s.per_head[i][l].size(); ++k)
           t.add(row(run_cells(*e, r), std::string("train"), s.step[i], int64_t(l), int64_t(heads[l]), int64_t(k),
-                    s.per_head[i][l][k]));
+                    s.per_head[i][l][k], kNaN));
     if (r.has_group("attention/heldout")) {
       any = true;
       DistanceProfile p = read_profile(r, false);
       auto per_head = p.per_head();
+      auto normalized = p.per_head_normalized();
       for (size_t l = 0; l < heads.size(); ++l)
         for (size_t k = 0; k < per_head[l].size(); ++k)
           t.add(row(run_cells(*e, r), std::string("heldout"), p.step, int64_t(l), int64_t(heads[l]), int64_t(k),
-                    per_head[l][k]));
+                    per_head[l][k], normalized[l][k]));
     }
     if (!any) t.notes.push_back(fmt::format("{}: no attention-distance data", e->name));
   }
@@ -127,7 +132,8 @@ void add_delta_rows(Table& t, const DistanceDelta& d, const std::string& prism, 
     t.add({prism, heads_cell(d.heads), baseline, heads_cell(d.baseline_heads), source, int64_t(r.layer),
            int64_t(r.heads), int64_t(r.baseline_heads), r.prism, r.baseline, r.delta, r.batch_ci.lo, r.batch_ci.hi,
            r.seed_ci.lo, r.seed_ci.hi, d.confidence, d.batches, int64_t(d.prism_runs.size()),
-           int64_t(d.baseline_runs.size())});
+           int64_t(d.baseline_runs.size()), r.prism_normalized, r.baseline_normalized, r.delta_normalized,
+           r.batch_ci_normalized.lo, r.batch_ci_normalized.hi, r.seed_ci_normalized.lo, r.seed_ci_normalized.hi});
 }
 
 bool is_uniform(const std::vector<int>& heads) {
@@ -145,7 +151,8 @@ Table delta_table(const RunSet& set, const ExportOptions& o) {
   t.columns = {"run",       "heads",       "baseline",    "baseline_heads", "source",     "layer",
                "layer_heads", "baseline_layer_heads", "prism", "baseline_distance", "delta", "batch_ci_lo",
                "batch_ci_hi", "seed_ci_lo", "seed_ci_hi",  "confidence",    "batches",    "prism_runs",
-               "baseline_runs"};
+               "baseline_runs", "prism_normalized", "baseline_normalized", "delta_normalized",
+               "batch_ci_normalized_lo", "batch_ci_normalized_hi", "seed_ci_normalized_lo", "seed_ci_normalized_hi"};
   struct Measured {
     std::string name;
     std::vector<int> heads;
@@ -223,7 +230,8 @@ Table delta_table(const RunSet& set, const ExportOptions& o) {
 
 Table eval_table(const RunSet& set) {
   Table t;
-  t.columns = with_run_columns({"task", "acc", "acc_norm", "n", "acc_stderr", "acc_norm_stderr"});
+  t.columns = with_run_columns({"task", "acc", "acc_norm", "n", "acc_stderr", "acc_norm_stderr", "acc_bytes",
+                                "acc_bytes_stderr"});
   for (auto& [e, r] : open_runs(set, t)) {
     auto entries = r.eval();
     if (entries.empty()) t.notes.push_back(fmt::format("{}: no /eval results", e->name));
@@ -234,7 +242,7 @@ Table eval_table(const RunSet& set) {
       };
       Cell n = x.values.has("n") ? Cell{x.values.integers("n", r.path()).at(0)} : Cell{};
       t.add(row(run_cells(*e, r), x.task, scalar("acc"), scalar("acc_norm"), n, scalar("acc_stderr"),
-                scalar("acc_norm_stderr")));
+                scalar("acc_norm_stderr"), scalar("acc_bytes"), scalar("acc_bytes_stderr")));
     }
   }
   return t;
@@ -242,8 +250,8 @@ Table eval_table(const RunSet& set) {
 
 Table summary_table(const RunSet& set) {
   Table t;
-  t.columns = with_run_columns({"status", "steps", "tokens", "train_loss", "val_loss", "best_val_loss", "best_val_step",
-                                "time_s"});
+  t.columns = with_run_columns({"status", "steps", "tokens", "train_loss", "val_loss", "val_loss_se",
+                                "unigram_val_loss", "best_val_loss", "best_val_step", "time_s"});
   // Eval tasks and summary.csv columns become extra columns.
   std::vector<std::string> tasks;
   std::vector<std::vector<Cell>> rows;
@@ -269,6 +277,8 @@ Table summary_table(const RunSet& set) {
       r.push_back(train.empty() ? Cell{} : Cell{train.back().tokens});
       r.push_back(train.empty() ? Cell{} : Cell{train.back().loss});
       r.push_back(val.empty() ? Cell{} : Cell{val.back().loss});
+      r.push_back(val.empty() ? Cell{} : Cell{val.back().loss_se});
+      r.push_back(Cell{run_unigram_val_loss(reader.attributes())});
       r.push_back(best ? Cell{best->loss} : Cell{});
       r.push_back(best ? Cell{best->step} : Cell{});
       r.push_back(train.empty() ? Cell{} : Cell{train.back().time_s});

@@ -1,13 +1,14 @@
 #pragma once
 // `prism export`: tidy tables from runs and sweeps.
 //   loss      one row per training step       run, heads, seed, step, tokens, loss, lr, grad_norm, time_s
-//   val       one row per validation point    run, heads, seed, step, tokens, loss
+//   val       one row per validation point    run, heads, seed, step, tokens, loss, loss_se, unigram_val_loss
 //   distance  one row per (measurement, layer, head): training-time rows
-//             (source=train) and the held-out profile (source=heldout)
+//             (source=train) and the held-out profile (source=heldout, with d / i)
 //   position  one row per (layer, head, query-position bin) of the held-out profile
-//   delta     one row per layer: Delta D_l with its intervals
-//   eval      one row per task                run, heads, seed, task, acc, acc_norm, n, stderrs
-//   summary   one row per run (and the sweep's summary.csv columns)
+//   delta     one row per layer: Delta D_l with its intervals (and of d / i)
+//   eval      one row per task                run, heads, seed, task, acc, acc_norm, n, stderrs, acc_bytes
+//   summary   one row per run (final val loss with its SE and the unigram
+//             baseline, and the sweep's summary.csv columns)
 #include <string>
 #include <vector>
 

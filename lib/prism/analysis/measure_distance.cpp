@@ -40,19 +40,26 @@ DistanceProfile measure_distance(GPT& model, TokenLoader& loader, const MeasureO
   auto bin_of = torch::zeros({T, bins}, torch::kDouble);
   for (int64_t b = 0; b < bins; ++b) bin_of.slice(0, p.bin_edges[b], p.bin_edges[b + 1]).select(1, b).fill_(1.0);
   bin_of = bin_of.to(device);
+  // 1 / i for the queries i >= 1 of the normalised distance (query 0 has no prefix).
+  auto inv_pos = T > 1 ? (1.0 / torch::arange(1, T, torch::kDouble)).to(device) : torch::Tensor();
   std::vector<torch::Tensor> bin_sums(heads.size());  // (h_l, bins)
   for (int64_t i = 0; i < options.batches; ++i) {
     auto idx = loader.next().first.to(device);
     auto d = model->forward(idx, {}, pass).distance;
-    std::vector<std::vector<double>> row;
+    std::vector<std::vector<double>> row, norm_row;
     for (size_t l = 0; l < d.size(); ++l) {
       auto dl = d[l].to(torch::kDouble);  // (B, h, T)
       auto mean = dl.mean({0, 2}).cpu().contiguous();
       row.emplace_back(mean.data_ptr<double>(), mean.data_ptr<double>() + mean.numel());
+      if (T > 1) {
+        auto norm = (dl.slice(2, 1, T) * inv_pos).mean({0, 2}).cpu().contiguous();
+        norm_row.emplace_back(norm.data_ptr<double>(), norm.data_ptr<double>() + norm.numel());
+      }
       auto s = torch::matmul(dl.sum(0), bin_of);  // (h, bins)
       bin_sums[l] = bin_sums[l].defined() ? bin_sums[l] + s : s;
     }
     p.by_batch.push_back(std::move(row));
+    if (T > 1) p.normalized_by_batch.push_back(std::move(norm_row));
     if (options.progress) options.progress(i + 1, options.batches);
   }
   auto counts = (bin_of.sum(0) * static_cast<double>(options.batches * p.batch)).cpu();  // queries per bin

@@ -25,9 +25,10 @@ struct MeasureOptions {
 };
 
 // Runs the model (eval mode, no grad, on its device) on `batches` batches of
-// `loader` and keeps the per-batch, per-head and per-position-bin means. Fills
-// heads, seq_len, batch, bin_edges, by_batch, by_position and backend; the caller
-// names the rest.
+// `loader` and keeps the per-batch, per-head and per-position-bin means, and the
+// per-batch, per-head means of d / i (queries i >= 1; none when T = 1). Fills
+// heads, seq_len, batch, bin_edges, by_batch, by_position, normalized_by_batch
+// and backend; the caller names the rest.
 DistanceProfile measure_distance(GPT& model, TokenLoader& loader, const MeasureOptions& options);
 
 // The back end(s) per layer as one label: "reference", "fused", or per layer

@@ -29,6 +29,8 @@ const std::vector<ModelPreset>& model_presets() {
       {"cpu-192", "CPU study: 6 layers x 192, 6 heads (d_h 32), context 256", shape("cpu-192", 6, 192, 6, 256)},
       {"cpu-256", "CPU study: 8 layers x 256, 8 heads (d_h 32), context 256", shape("cpu-256", 8, 256, 8, 256)},
       {"test-tiny", "unit tests: 2 layers x 64, 4 heads, context 32, vocab 512", shape("test-tiny", 2, 64, 4, 32, 512)},
+      {"study-tiny", "the paper's 124M study in miniature (CI): 12 layers x 96, 12 heads (d_h 8), context 64",
+       shape("study-tiny", 12, 96, 12, 64)},
   };
   return presets;
 }

@@ -64,6 +64,21 @@ void apply_key_override(YAML::Node& root, const Override& o, KeyOrigins* origins
   const auto parts = split_key(o.key, o.source);
   YAML::Node existing = lookup_key(root, o.key);
   const bool present = existing.IsDefined() && !existing.IsNull();
+  if (o.op == Override::Op::Remove && !present) {
+    // A key the file writes with dots (sweep.grid's `schedule.enumerate: ...`) is one literal key of its map.
+    for (size_t i = parts.size() - 1; i >= 1; --i) {
+      std::string head = parts[0], tail = parts[i];
+      for (size_t k = 1; k < i; ++k) head += "." + parts[k];
+      for (size_t k = i + 1; k < parts.size(); ++k) tail += "." + parts[k];
+      YAML::Node parent = lookup_key(root, head);
+      const YAML::Node view = parent;
+      if (parent.IsDefined() && parent.IsMap() && view[tail].IsDefined() && !o.value) {
+        parent.remove(tail);
+        forget_origins(origins, o.key);
+        return;
+      }
+    }
+  }
   if (o.op == Override::Op::Remove) {
     if (!present)
       throw Error(fmt::format("cannot remove '{}': it is not set", o.key), where, "drop the ~ override");

@@ -27,11 +27,13 @@ TaskEvaluation evaluate_task(GPT& model, const Gpt2Tokenizer& tokenizer, Task ta
                              const ScoreOptions& options = {});
 
 // Per item and choice: context, continuation, their token ids, log-likelihood,
-// answer bytes, greedy; per item: label, pred, pred_norm; and the totals.
+// answer characters and bytes, greedy; per item: label, pred, pred_norm,
+// pred_bytes; and the totals.
 std::string evaluation_json(const TaskEvaluation& e);
 
-// acc, acc_norm, n, acc_stderr, acc_norm_stderr (scalars) and the per-item
-// label / pred / pred_norm, with the convention and `attributes` as attributes.
+// acc, acc_norm, acc_bytes, n and their stderrs (scalars) and the per-item
+// label / pred / pred_norm / pred_bytes, with the convention and `attributes`
+// as attributes.
 ResultGroup evaluation_group(const TaskEvaluation& e, const std::map<std::string, std::string>& attributes);
 
 }  // namespace prism

@@ -66,8 +66,9 @@ TaskEvaluation evaluate_checkpoint(const EvalRequest& r) {
   so.progress = r.progress;
   TaskEvaluation e = evaluate_task(lm.model, tok, task, std::move(data.items), so);
   const Accuracy& a = e.accuracy;
-  say(r.print, fmt::format("{}: acc {:.4f} +- {:.4f}, acc_norm {:.4f} +- {:.4f}, n {}\n({})\n", task_name(task), a.acc,
-                           a.acc_stderr, a.acc_norm, a.acc_norm_stderr, a.n, task_convention(task)));
+  say(r.print, fmt::format("{}: acc {:.4f} +- {:.4f}, acc_norm {:.4f} +- {:.4f} (acc_bytes {:.4f}), n {}\n({})\n",
+                           task_name(task), a.acc, a.acc_stderr, a.acc_norm, a.acc_norm_stderr, a.acc_bytes, a.n,
+                           task_convention(task)));
   if (!r.dump.empty()) {
     write_file_atomic(r.dump, evaluation_json(e));
     say(r.print, fmt::format("per-choice log-likelihoods -> {}\n", r.dump));

@@ -195,8 +195,9 @@ std::string task_name(Task t) { return task_names().at(static_cast<size_t>(t)); 
 std::string task_convention(Task t) {
   const std::string common =
       "zero-shot, lm-evaluation-harness conventions: acc = argmax of the summed log-likelihood of the continuation "
-      "tokens; acc_norm = argmax of that sum divided by the UTF-8 bytes of the answer text (no leading space; the "
-      "harness's len() in characters, equal for ASCII text); stderr = sample sd / sqrt(n)";
+      "tokens; acc_norm = argmax of that sum divided by the answer text's length in characters (Python's len(), "
+      "no leading space); acc_bytes = the same divided by its UTF-8 bytes (the harness's acc_bytes); stderr = "
+      "sample sd / sqrt(n)";
   switch (t) {
     case Task::HellaSwag:
       return common + "; context = preprocess(activity_label + ': ' + ctx_a + ' ' + ctx_b.capitalize()), "
@@ -209,23 +210,6 @@ std::string task_convention(Task t) {
                       "the sentence (the same for both options, so acc_norm equals acc)";
   }
   return common;
-}
-
-std::string python_strip(const std::string& text) {
-  const char* ws = " \t\n\r\f\v";
-  const size_t a = text.find_first_not_of(ws);
-  if (a == std::string::npos) return "";
-  return text.substr(a, text.find_last_not_of(ws) - a + 1);
-}
-
-std::string python_capitalize(const std::string& text) {
-  std::string out = text;
-  for (size_t i = 0; i < out.size(); ++i) {
-    auto c = static_cast<unsigned char>(out[i]);
-    if (c >= 0x80) continue;  // only ASCII letters change case here
-    out[i] = static_cast<char>(i == 0 ? std::toupper(c) : std::tolower(c));
-  }
-  return out;
 }
 
 std::string hellaswag_preprocess(const std::string& text) {

@@ -13,10 +13,13 @@
 //   winogrande  jsonl: sentence (one "_"), option1, option2, answer ("1" | "2").
 //               Partial scoring: context = sentence before "_" + option, continuation =
 //               " " + the rest of the sentence after "_" (stripped): the same for both options.
-// `choice` is the text acc_norm divides by (its UTF-8 bytes, no leading space).
+// `choice` is the text acc_norm divides by (its length in characters, as Python's
+// len(); no leading space). Python's str methods are python_text.h's.
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "prism/eval/python_text.h"
 
 namespace prism {
 
@@ -31,7 +34,7 @@ std::string task_convention(Task t);
 struct ChoiceRequest {
   std::string context;       // conditioning text
   std::string continuation;  // scored text (starts with the target delimiter " ")
-  std::string choice;        // the answer text itself: its bytes normalise acc_norm
+  std::string choice;        // the answer text itself: its characters normalise acc_norm
 };
 
 struct TaskItem {
@@ -56,9 +59,7 @@ struct TaskData {
 // out of range (unless skip_bad), a missing file, or an empty task.
 TaskData read_task(Task task, const std::string& path, const TaskReadOptions& options = {});
 
-// The harness's HellaSwag text clean-up and Python's str.capitalize (ASCII letters).
+// The harness's HellaSwag text clean-up (after Python's str.strip).
 std::string hellaswag_preprocess(const std::string& text);
-std::string python_capitalize(const std::string& text);
-std::string python_strip(const std::string& text);
 
 }  // namespace prism

@@ -112,6 +112,9 @@ RunReader::RunReader(const std::string& path) : impl_(std::make_unique<Impl>()) 
     impl_->attrs.heads.resize(heads.getSpace().getSimpleExtentNpoints());
     heads.read(H5::PredType::NATIVE_INT, impl_->attrs.heads.data());
     f.openAttribute("seed").read(H5::PredType::NATIVE_UINT64, &impl_->attrs.seed);
+    if (f.attrExists("world_size")) f.openAttribute("world_size").read(H5::PredType::NATIVE_INT, &impl_->attrs.world_size);
+    if (f.attrExists("unigram_val_loss"))
+      f.openAttribute("unigram_val_loss").read(H5::PredType::NATIVE_DOUBLE, &impl_->attrs.unigram_val_loss);
   } catch (const H5::Exception& e) {
     throw Error(fmt::format("cannot read the run store: {}", hdf5::detail(e)), path_, kReadFix);
   }
@@ -151,8 +154,14 @@ std::vector<ValRow> RunReader::val() const {
     auto step = read_rows<int64_t>(f, "val/step", n, H5::PredType::NATIVE_INT64);
     auto tokens = read_rows<int64_t>(f, "val/tokens", n, H5::PredType::NATIVE_INT64);
     auto loss = read_rows<double>(f, "val/loss", n, H5::PredType::NATIVE_DOUBLE);
+    // Files written before /val/loss_se existed have none: NaN.
+    auto se = f.nameExists("val/loss_se") ? read_rows<double>(f, "val/loss_se", n, H5::PredType::NATIVE_DOUBLE)
+                                          : std::vector<double>();
     std::vector<ValRow> out(step.size());
-    for (size_t i = 0; i < out.size(); ++i) out[i] = {step[i], tokens[i], loss[i]};
+    for (size_t i = 0; i < out.size(); ++i) {
+      out[i] = {step[i], tokens[i], loss[i]};
+      if (i < se.size()) out[i].loss_se = se[i];
+    }
     return out;
   } catch (const H5::Exception& e) {
     throw Error(fmt::format("cannot read /val: {}", hdf5::detail(e)), path_, kReadFix);

@@ -34,7 +34,7 @@ constexpr hsize_t kAttentionChunk = 64;  // rows per chunk of a k x width table
 constexpr off_t kLockByte = off_t{1} << 62;
 
 const std::vector<std::string> kTrainColumns = {"tokens", "loss", "lr", "grad_norm", "time_s"};
-const std::vector<std::string> kValColumns = {"tokens", "loss"};
+const std::vector<std::string> kValColumns = {"tokens", "loss", "loss_se"};
 const char* const kStatuses[] = {"running", "completed", "failed"};
 
 const char* const kAppendFix =
@@ -87,6 +87,8 @@ void write_root_attributes(H5::H5File& file, const RunAttributes& attrs) {
   write_string_attribute(file, "status", "running");
   write_string_attribute(file, "prism_version", attrs.prism_version);
   write_world_size(file, attrs.world_size);
+  file.createAttribute("unigram_val_loss", H5::PredType::IEEE_F64LE, H5::DataSpace(H5S_SCALAR))
+      .write(H5::PredType::NATIVE_DOUBLE, &attrs.unigram_val_loss);
 }
 
 RunAttributes read_root_attributes(const H5::H5File& file) {
@@ -98,6 +100,8 @@ RunAttributes read_root_attributes(const H5::H5File& file) {
   heads.read(H5::PredType::NATIVE_INT, attrs.heads.data());
   file.openAttribute("seed").read(H5::PredType::NATIVE_UINT64, &attrs.seed);
   if (file.attrExists("world_size")) file.openAttribute("world_size").read(H5::PredType::NATIVE_INT, &attrs.world_size);
+  if (file.attrExists("unigram_val_loss"))
+    file.openAttribute("unigram_val_loss").read(H5::PredType::NATIVE_DOUBLE, &attrs.unigram_val_loss);
   return attrs;
 }
 
@@ -131,6 +135,7 @@ void create_schema(H5::H5File& file, const std::vector<int>& heads) {
   int_table(val, "step");
   int_table(val, "tokens");
   real_table(val, "loss");
+  real_table(val, "loss_se");
   H5::Group attention = file.createGroup("attention");
   int_table(attention, "step");
   real_table(attention, "distance", heads.size());
@@ -386,6 +391,17 @@ void validate_heads(const std::string& path, const std::vector<int>& heads) {
       throw Error(fmt::format("layer {} has {} heads", l, heads[l]), path, "every layer needs at least one head");
 }
 
+// Series columns added after a file was written (/val/loss_se) are created on
+// open, NaN for the rows already there, so older runs resume and take results.
+void add_missing_columns(H5::H5File& file) {
+  if (file.nameExists("val/loss_se") || !file.nameExists("val/loss")) return;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  H5::Group val = file.openGroup("val");
+  create_table(val, "loss_se", H5::PredType::IEEE_F64LE, H5::PredType::NATIVE_DOUBLE, &nan);
+  hsize_t dims[1] = {row_count(val.openDataSet("loss"))};
+  val.openDataSet("loss_se").extend(dims);
+}
+
 void require_schema(const std::string& path, const H5::H5File& file, size_t layers) {
   std::vector<std::string> paths = {"train/step", "val/step", "attention/step", "eval"};
   for (const auto& c : kTrainColumns) paths.push_back("train/" + c);
@@ -465,6 +481,7 @@ RunStore RunStore::open_existing(const std::string& path) {
     // We hold the writer lock, so an open-for-write mark is left from a killed writer.
     s.open_plain(/*clear_stale_marks=*/true);
     s.attrs = read_root_attributes(*s.file);
+    add_missing_columns(*s.file);
     require_schema(path, *s.file, s.attrs.heads.size());
     s.status = read_string_attribute(*s.file, "status");
   });
@@ -525,6 +542,7 @@ void RunStore::append_val(const ValRow& row) {
     hsize_t r = s.next_row(path_, "val", row.step);
     write_row(s.column(0), r, &row.tokens, H5::PredType::NATIVE_INT64);
     write_row(s.column(1), r, &row.loss, H5::PredType::NATIVE_DOUBLE);
+    write_row(s.column(2), r, &row.loss_se, H5::PredType::NATIVE_DOUBLE);
     write_row(*s.step, r, &row.step, H5::PredType::NATIVE_INT64);
   });
   s.last_step = row.step;

@@ -28,6 +28,7 @@
 // the store stops: the file keeps every row flushed before, later calls throw,
 // and the run continues with resume() once the cause is fixed.
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,9 @@ struct RunAttributes {
   uint64_t seed = 0;
   std::string prism_version;
   int world_size = 1;        // data-parallel processes (1 when an older file has no such attribute)
+  // The data's unigram baseline (prepare.json), nats per token: the loss of a model
+  // that ignores context. NaN when unknown (llm.c's shards) or in an older file.
+  double unigram_val_loss = std::numeric_limits<double>::quiet_NaN();
 };
 
 struct TrainRow {
@@ -53,6 +57,10 @@ struct ValRow {
   int64_t step = 0;
   int64_t tokens = 0;
   double loss = 0;
+  // Standard error of `loss` over the validation set's batches: the sample sd of
+  // the per-batch mean losses / sqrt(batches). Tokens within a batch are
+  // correlated; batches are the honest unit. NaN with one batch, or in an older file.
+  double loss_se = std::numeric_limits<double>::quiet_NaN();
 };
 
 class RunStore {

@@ -100,6 +100,8 @@ void add_trials(ResultGroup& out, const SweepPlan& plan, const std::vector<Trial
   c.int64("tokens_all_rungs", [](const O& o) { return o.tokens_all; });
   c.float64("best_val_loss", [](const O& o) { return o.best_val; });
   c.float64("final_val_loss", [](const O& o) { return o.final_val; });
+  c.float64("final_val_loss_se", [](const O& o) { return o.final_val_se; });
+  c.float64("unigram_val_loss", [](const O& o) { return o.unigram; });
   c.float64("wall_s", [](const O& o) { return o.wall_s; });
   c.float64("wall_s_all_rungs", [](const O& o) { return o.wall_all; });
   size_t width = 1;  // a sweep of 0-layer models still has a heads column
@@ -175,7 +177,7 @@ std::vector<TrialOutcome> collect_outcomes(const SweepPlan& plan, const std::str
     TrialOutcome o;
     o.trial = &t;
     o.status = "pending";
-    o.best_val = o.final_val = kNaN;
+    o.best_val = o.final_val = o.final_val_se = o.unigram = kNaN;
     o.budget_steps = halving ? budgets[0] : t.max_steps;
     o.run_dir = fs::path(run_dir(sweep_dir, t, 0, halving)).lexically_relative(sweep_dir).string();
     const int rungs = halving ? static_cast<int>(budgets.size()) : 1;
@@ -196,7 +198,7 @@ std::vector<TrialOutcome> collect_outcomes(const SweepPlan& plan, const std::str
         case RunState::Pending: o.status = "pending"; break;
       }
       o.steps = o.tokens = 0;
-      o.best_val = o.final_val = kNaN;
+      o.best_val = o.final_val = o.final_val_se = kNaN;
       o.wall_s = ins.record.wall_s;
       if (!ins.h5_status.empty() && ins.h5_status != "unreadable") {
         const RunResult r = read_run_result(h5.string());
@@ -204,6 +206,8 @@ std::vector<TrialOutcome> collect_outcomes(const SweepPlan& plan, const std::str
         o.tokens = r.tokens;
         o.best_val = r.best_val_loss();
         o.final_val = o.status == "completed" ? r.final_val_loss() : kNaN;
+        o.final_val_se = o.status == "completed" ? r.final_val_loss_se() : kNaN;
+        o.unigram = r.unigram_val_loss;
         if (o.wall_s == 0) o.wall_s = r.train_time_s;
       }
       o.tokens_all += o.tokens;
@@ -315,6 +319,7 @@ std::string format_ranking(const SweepPlan& plan, const std::vector<RankRow>& ro
     os << "\n";
   }
   if (rows.empty()) os << "(no configuration has finished at the full budget yet)\n";
+  os << format_baselines(outcomes);
   std::map<std::string, int> counts;
   for (const auto& o : outcomes) counts[o.status]++;
   std::vector<std::string> parts;
@@ -326,6 +331,29 @@ std::string format_ranking(const SweepPlan& plan, const std::vector<RankRow>& ro
   return os.str();
 }
 
+std::string format_baselines(const std::vector<TrialOutcome>& outcomes) {
+  std::vector<std::string> unigrams;
+  std::vector<double> ses;
+  for (const auto& o : outcomes) {
+    if (o.status != "completed") continue;
+    const std::string u = std::isfinite(o.unigram) ? fmt::format("{:.4f}", o.unigram) : "unknown";
+    if (std::find(unigrams.begin(), unigrams.end(), u) == unigrams.end()) unigrams.push_back(u);
+    if (std::isfinite(o.final_val_se)) ses.push_back(o.final_val_se);
+  }
+  if (unigrams.empty()) return "";
+  std::string out = fmt::format("unigram baseline {} nats{}", fmt::join(unigrams, ", "),
+                                unigrams == std::vector<std::string>{"unknown"} ? " (the data has no prepare.json)"
+                                                                                : " (the loss of a model that ignores context)");
+  if (!ses.empty()) {
+    double lo = *std::min_element(ses.begin(), ses.end()), hi = *std::max_element(ses.begin(), ses.end());
+    out += lo == hi || fmt::format("{:.4f}", lo) == fmt::format("{:.4f}", hi)
+               ? fmt::format("; a run's final val loss has a standard error of {:.4f} over its validation batches", hi)
+               : fmt::format("; a run's final val loss has a standard error of {:.4f}-{:.4f} over its validation "
+                             "batches", lo, hi);
+  }
+  return out + "\n";
+}
+
 void write_index(const SweepPlan& plan, const std::string& sweep_dir, const std::vector<TrialOutcome>& outcomes,
                  const std::vector<RankRow>& rows, const std::vector<PromotionDecision>& decisions) {
   const fs::path dir(sweep_dir);
@@ -333,8 +361,8 @@ void write_index(const SweepPlan& plan, const std::string& sweep_dir, const std:
   std::ostringstream csv;
   csv << "name,group,schedule,heads,seed";
   for (const auto& c : columns) csv << "," << csv_field(c);
-  csv << ",status,rung,steps,tokens,best_val_loss,final_val_loss,wall_s,tokens_all_rungs,wall_s_all_rungs,run_dir,"
-         "message\n";
+  csv << ",status,rung,steps,tokens,best_val_loss,final_val_loss,wall_s,tokens_all_rungs,wall_s_all_rungs,"
+         "final_val_loss_se,unigram_val_loss,run_dir,message\n";
   for (const auto& o : outcomes) {
     const Trial& t = *o.trial;
     csv << csv_field(t.name) << "," << csv_field(t.group) << "," << csv_field(schedule_label(t)) << ","
@@ -342,7 +370,8 @@ void write_index(const SweepPlan& plan, const std::string& sweep_dir, const std:
     for (const auto& c : columns) csv << "," << csv_field(param_value(t, c));
     csv << "," << o.status << "," << o.rung << "," << o.steps << "," << o.tokens << "," << number(o.best_val) << ","
         << number(o.final_val) << "," << number(o.wall_s, 2) << "," << o.tokens_all << ","
-        << number(o.wall_all, 2) << "," << csv_field(o.run_dir) << "," << csv_field(o.message) << "\n";
+        << number(o.wall_all, 2) << "," << number(o.final_val_se) << "," << number(o.unigram) << ","
+        << csv_field(o.run_dir) << "," << csv_field(o.message) << "\n";
   }
   write_file_atomic((dir / "summary.csv").string(), csv.str());
   write_file_atomic((dir / "ranking.txt").string(), format_ranking(plan, rows, outcomes));

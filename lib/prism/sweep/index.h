@@ -23,6 +23,8 @@ struct TrialOutcome {
   std::string run_dir;           // relative to the sweep directory
   int64_t steps = 0, tokens = 0;
   double best_val = 0, final_val = 0;  // NaN when there is none
+  double final_val_se = 0;       // final_val's standard error over the validation batches (NaN: unknown)
+  double unigram = 0;            // the data's unigram baseline, nats (NaN: unknown)
   double wall_s = 0;             // of that run
   int64_t tokens_all = 0;        // over every rung it ran
   double wall_all = 0;
@@ -50,6 +52,10 @@ std::vector<std::string> param_columns(const SweepPlan& plan);
 
 std::string format_ranking(const SweepPlan& plan, const std::vector<RankRow>& rows,
                            const std::vector<TrialOutcome>& outcomes);
+
+// "unigram baseline ...; validation SE ..." under the ranked table: what the
+// losses compare with (NaN values are said to be unknown).
+std::string format_baselines(const std::vector<TrialOutcome>& outcomes);
 
 // Writes summary.csv, ranking.txt, halving.csv (with halving) and sweep.h5, each
 // through a temporary file and a rename.

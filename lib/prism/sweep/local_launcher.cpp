@@ -91,8 +91,10 @@ std::vector<std::string> child_environment(int threads) {
   return env;
 }
 
-pid_t spawn(const std::string& prism, const std::vector<std::string>& args, const std::string& log_path, int threads,
-            bool own_group) {
+}  // namespace
+
+pid_t spawn_prism(const std::string& prism, const std::vector<std::string>& args, const std::string& log_path,
+                  int threads, bool own_group) {
   std::vector<std::string> argv_s{prism};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -137,6 +139,8 @@ pid_t spawn(const std::string& prism, const std::vector<std::string>& args, cons
   if (null_fd >= 0) ::close(null_fd);
   return pid;
 }
+
+namespace {
 
 // One run in progress: its child process, its attempt's record and its lock.
 struct Active {
@@ -264,7 +268,7 @@ class LocalLauncher {
     a.record.threads = o_.threads;
     write_record(run.dir, a.record);
     a.start = Clock::now();
-    a.pid = spawn(prism_, args, a.log_path, o_.threads, o_.own_process_group);
+    a.pid = spawn_prism(prism_, args, a.log_path, o_.threads, o_.own_process_group);
     const bool resume = *mode == StartMode::Resume;
     log(fmt::format("{} {} {} ({}{} thread{})", tag(pos), resume ? "resume " : "start  ", run.label,
                     resume ? fmt::format("from step {}, ", checkpoint_step(*ins.checkpoint)) : "", o_.threads,

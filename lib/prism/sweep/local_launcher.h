@@ -11,6 +11,8 @@
 //
 // Children get SIGTERM when the launcher dies (PR_SET_PDEATHSIG), so a killed
 // runner leaves checkpointed, resumable runs rather than orphans.
+#include <sys/types.h>
+
 #include <functional>
 #include <string>
 #include <vector>
@@ -57,5 +59,12 @@ LaunchReport launch_local(const std::vector<TrialRun>& runs, const LaunchOptions
 
 // The path of the running executable.
 std::string self_executable();
+
+// Starts `prism args...` as a child process (what every launched run is): its
+// stdout and stderr appended to `log_path`, stdin from /dev/null, OpenMP and MKL
+// sized to `threads`, SIGTERM when this process dies, in a process group of its
+// own when `own_group`. Returns its pid; throws prism::Error when it cannot start.
+pid_t spawn_prism(const std::string& prism, const std::vector<std::string>& args, const std::string& log_path,
+                  int threads, bool own_group);
 
 }  // namespace prism

@@ -17,8 +17,11 @@ struct RunResult {
   double train_time_s = 0;         // training time of the last row
   std::vector<int64_t> val_steps, val_tokens;
   std::vector<double> val_loss;
+  std::vector<double> val_loss_se;  // standard error of each over the validation batches (NaN if unknown)
+  double unigram_val_loss = 0;      // the data's unigram baseline (NaN if unknown)
   double best_val_loss() const;    // NaN without validation rows
   double final_val_loss() const;
+  double final_val_loss_se() const;
 };
 
 // Throws prism::Error naming the file if it is missing or cannot be read.

@@ -19,15 +19,15 @@ namespace fs = std::filesystem;
 
 namespace prism {
 
-namespace {
-
 std::string shell_quote(const std::string& s) {
   std::string out = "'";
   for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return out + "'";
 }
 
+namespace {
 std::string abs_path(const std::string& p) { return fs::absolute(p).lexically_normal().string(); }
+}  // namespace
 
 // Runs a command; returns its stdout (trimmed) or throws with its output.
 std::string run_command(const std::string& cmd, const std::string& what) {
@@ -45,6 +45,7 @@ std::string run_command(const std::string& cmd, const std::string& what) {
   return out;
 }
 
+namespace {
 int next_wave(const std::string& slurm_dir) {
   int wave = 0;
   std::error_code ec;
@@ -55,15 +56,15 @@ int next_wave(const std::string& slurm_dir) {
   }
   return wave;
 }
+}  // namespace
 
 void write_script(const std::string& path, const std::string& text) {
   write_file_atomic(path, text);
   ::chmod(path.c_str(), 0755);
 }
 
-std::string sbatch_header(const SweepPlan& plan, const std::string& job_name, const std::string& output,
+std::string sbatch_header(const SlurmSettings& s, const std::string& job_name, const std::string& output,
                           int cpus) {
-  const SlurmSettings& s = plan.settings.slurm;
   std::string h = "#!/bin/bash\n";
   h += fmt::format("#SBATCH --job-name={}\n", job_name);
   h += fmt::format("#SBATCH --output={}\n", output);
@@ -77,8 +78,6 @@ std::string sbatch_header(const SweepPlan& plan, const std::string& job_name, co
   for (const auto& e : s.extra) h += fmt::format("#SBATCH {}\n", e);
   return h;
 }
-
-}  // namespace
 
 std::string array_spec(const std::vector<int>& indices) {
   std::vector<std::string> parts;
@@ -129,7 +128,7 @@ SlurmSubmission submit_to_slurm(const SweepPlan& plan, const SlurmOptions& o) {
   const int cpus = plan.settings.slurm.cpus_per_task > 0 ? plan.settings.slurm.cpus_per_task : std::max(1, o.threads);
   const std::string prism = abs_path(o.prism.empty() ? self_executable() : o.prism);
 
-  std::string array = sbatch_header(plan, fmt::format("prism-{}-w{}", plan.settings.name, wave),
+  std::string array = sbatch_header(plan.settings.slurm, fmt::format("prism-{}-w{}", plan.settings.name, wave),
                                     fmt::format("{}/wave-{}-%a.out", slurm_dir, wave), cpus);
   std::string spec = array_spec(sub.indices);
   if (plan.settings.slurm.max_parallel > 0) spec += fmt::format("%{}", plan.settings.slurm.max_parallel);
@@ -143,7 +142,7 @@ SlurmSubmission submit_to_slurm(const SweepPlan& plan, const SlurmOptions& o) {
   sub.array_script = fmt::format("{}/wave-{}.sh", slurm_dir, wave);
   write_script(sub.array_script, array);
 
-  std::string collect = sbatch_header(plan, fmt::format("prism-{}-w{}-collect", plan.settings.name, wave),
+  std::string collect = sbatch_header(plan.settings.slurm, fmt::format("prism-{}-w{}-collect", plan.settings.name, wave),
                                       fmt::format("{}/wave-{}-collect.out", slurm_dir, wave), 1);
   collect += fmt::format(
       "# Collects wave {} of sweep {} once its array has ended: rebuilds the index, submits the next wave while\n"

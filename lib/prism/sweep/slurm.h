@@ -44,4 +44,14 @@ int run_slurm_task(const SweepPlan& plan, const std::string& dir, int index, int
 // "0-3,5,7-9"
 std::string array_spec(const std::vector<int>& indices);
 
+// Building blocks of the job scripts (also post-processing's, sweep/post_run.h):
+std::string shell_quote(const std::string& s);
+// "#!/bin/bash" and the #SBATCH lines: job name, output, --chdir (the working
+// directory), cpus, and the settings' partition, time, mem, account and extra lines.
+std::string sbatch_header(const SlurmSettings& settings, const std::string& job_name, const std::string& output,
+                          int cpus);
+void write_script(const std::string& path, const std::string& text);  // atomically, executable
+// Runs a shell command; returns its stdout (trimmed), or throws prism::Error with its output.
+std::string run_command(const std::string& cmd, const std::string& what);
+
 }  // namespace prism

@@ -11,6 +11,7 @@
 #include "prism/sweep/dry_run.h"
 #include "prism/sweep/halving.h"
 #include "prism/sweep/plan.h"
+#include "prism/sweep/post_run.h"
 #include "prism/sweep/slurm.h"
 #include "prism/sweep/sweep.h"
 
@@ -92,12 +93,40 @@ int run_here(const SweepRequest& r, const SweepPlan& plan, const std::string& di
   return s.exit_code;
 }
 
+int run_post(const SweepRequest& r) {
+  if (!fs::is_directory(r.target))
+    throw Error("--post post-processes a sweep directory", r.target,
+                "run the sweep first, then pass its directory: prism sweep sweeps/NAME --post POST.yaml");
+  if (r.dry_run || r.print_config || !r.out.empty() || r.rung != 0)
+    throw Error("--dry-run, --print-config, --out and --rung do not apply to --post", "command line",
+                "drop them; the sweep directory is the output");
+  if (r.retry_failed && r.no_retry)
+    throw Error("--retry-failed and --no-retry contradict each other", "command line", "pass one of them");
+  PostRequest p;
+  p.dir = r.target;
+  p.post_file = r.post;
+  p.overrides = r.overrides;
+  p.task_index = r.task_index;
+  p.collect = r.collect;
+  p.launcher = r.launcher;
+  p.submit = r.submit;
+  p.jobs = r.jobs;
+  p.threads = r.threads;
+  p.timeout_s = r.timeout_s ? *r.timeout_s : 0;
+  p.retry_failed = !r.no_retry;
+  p.gpt2_vocab = r.gpt2_vocab;
+  p.print = r.print;
+  p.note = r.note;
+  return run_post_request(p);
+}
+
 }  // namespace
 
 int run_sweep_request(const SweepRequest& r) {
   if (r.target.empty())
     throw Error("no sweep file given", "prism sweep",
                 "pass a sweep file, e.g. prism sweep experiments/sweeps/cpu-schedules.yaml --dry-run");
+  if (!r.post.empty()) return run_post(r);
   if (r.launcher != "local" && r.launcher != "slurm")
     throw Error(fmt::format("unknown launcher '{}'", r.launcher), "--launcher", "use local or slurm");
   const bool is_dir = fs::is_directory(r.target);

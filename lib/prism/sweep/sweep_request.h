@@ -27,6 +27,11 @@ struct SweepRequest {
   std::optional<int> task_index;       // run this one trial of a sweep directory
   int rung = 0;                        // with task_index: the halving rung
   std::string launcher = "local";      // local | slurm
+  // Post-process the sweep directory instead (post_run.h): this post file, with
+  // `overrides` applied to it; jobs, threads, timeout, retry, collect, task_index,
+  // launcher and submit keep their meaning.
+  std::string post;
+  std::string gpt2_vocab;              // post: GPT-2's vocabulary, for models whose config names none
   bool submit = true;                  // slurm: submit the job scripts (false: only write them)
   std::function<void(const std::string&)> print;  // tables and plans (stdout)
   std::function<void(const std::string&)> note;   // what to do next after a stop or failures (stderr)

@@ -180,7 +180,7 @@ class Loop {
   void train();
   void log_progress(const StepResult& r, double lr, double dt);
   void measure(int64_t step, bool force);
-  double validate();
+  ValRow validate();
   std::vector<std::vector<double>> measure_distance();
   bool checkpoint_due(bool stop) const;
   void checkpoint();
@@ -318,6 +318,7 @@ void Loop::create_store() {
   write_file_atomic((fs::path(o_.run_dir) / "config.yaml").string(), config_yaml_);
   RunAttributes attrs{config_yaml_, c_.schedule.heads(), c_.train.seed, PRISM_VERSION};
   attrs.world_size = group_->world_size();
+  attrs.unigram_val_loss = unigram_;
   store_.emplace(RunStore::create((fs::path(o_.run_dir) / "run.h5").string(), attrs));
 }
 
@@ -362,14 +363,18 @@ void Loop::log_progress(const StepResult& r, double lr, double dt) {
 void Loop::measure(int64_t step, bool force) {
   const bool last = step == c_.train.max_steps;
   if ((c_.train.eval_every > 0 && step % c_.train.eval_every == 0) || last || force) {
-    double v = validate();
-    if (store_) store_->append_val({step, st_.tokens, v});
+    ValRow row = validate();
+    row.step = step;
+    const double v = row.loss;
+    if (store_) store_->append_val(row);
     if (v < st_.best_val_loss) {
       st_.best_val_loss = v;
       st_.best_val_step = step;
     }
     sum_.val_loss = v;
-    log(fmt::format("step {:>6} | val loss {:.4f}{}{}", step, v, st_.best_val_step == step ? " (best)" : "",
+    log(fmt::format("step {:>6} | val loss {:.4f}{}{}{}", step, v,
+                    std::isnan(row.loss_se) ? "" : fmt::format(" ± {:.4f}", row.loss_se),
+                    st_.best_val_step == step ? " (best)" : "",
                     std::isnan(unigram_) ? "" : fmt::format(" | unigram {:.4f}", unigram_)));
   }
   if ((c_.train.distance_every > 0 && step % c_.train.distance_every == 0) || last || force) {
@@ -378,32 +383,43 @@ void Loop::measure(int64_t step, bool force) {
   }
 }
 
-double Loop::validate() {
+// The validation loss and its standard error over batches (ValRow::loss_se), at this step.
+ValRow Loop::validate() {
   torch::NoGradGuard ng;
   model_->eval();
   data_.val->reset();
-  double total = 0;
+  double sum = 0, sum_sq = 0;  // of the per-batch mean losses
+  auto add = [&](torch::Tensor x, torch::Tensor y) {
+    AutocastScope autocast(exec_);
+    const double l = model_->forward(x.to(exec_.device), y.to(exec_.device)).loss.item<double>();
+    sum += l;
+    sum_sq += l * l;
+  };
   if (!group_->distributed()) {
     for (int64_t b = 0; b < data_.val_batches; ++b) {
       auto [x, y] = data_.val->next();
-      AutocastScope autocast(exec_);
-      total += model_->forward(x.to(exec_.device), y.to(exec_.device)).loss.item<double>();
+      add(x, y);
     }
-    return total / static_cast<double>(data_.val_batches);
+  } else {
+    // Rank r takes batches r, r + world, ...; the sums over ranks are the 1-process sums.
+    for (int64_t b = group_->rank(); b < data_.val_batches; b += group_->world_size()) {
+      LoaderState at = data_.val->state();
+      at.epoch = 0;
+      at.position = static_cast<uint64_t>(b);
+      data_.val->restore(at);
+      auto [x, y] = data_.val->next();
+      add(x, y);
+    }
+    auto sums = torch::tensor({sum, sum_sq}, torch::dtype(torch::kDouble)).to(exec_.device);
+    group_->all_reduce_sum(sums);
+    sums = sums.cpu();
+    sum = sums[0].item<double>();
+    sum_sq = sums[1].item<double>();
   }
-  // Rank r takes batches r, r + world, ...; the sum over ranks is the 1-process sum.
-  for (int64_t b = group_->rank(); b < data_.val_batches; b += group_->world_size()) {
-    LoaderState at = data_.val->state();
-    at.epoch = 0;
-    at.position = static_cast<uint64_t>(b);
-    data_.val->restore(at);
-    auto [x, y] = data_.val->next();
-    AutocastScope autocast(exec_);
-    total += model_->forward(x.to(exec_.device), y.to(exec_.device)).loss.item<double>();
-  }
-  auto sum = torch::full({1}, total, torch::dtype(torch::kDouble).device(exec_.device));
-  group_->all_reduce_sum(sum);
-  return sum.item<double>() / static_cast<double>(data_.val_batches);
+  const auto n = static_cast<double>(data_.val_batches);
+  ValRow row{st_.step, st_.tokens, sum / n};
+  if (n > 1) row.loss_se = std::sqrt(std::max(0.0, (sum_sq - sum * sum / n) / (n - 1)) / n);
+  return row;
 }
 
 // Per layer, the per-head mean of the distance over the fixed batch, from a

@@ -1,0 +1,409 @@
+#include "prism/analysis/study_report.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <map>
+
+#include "prism/analysis/export.h"
+#include "prism/atomic_file.h"
+#include "prism/error.h"
+
+namespace fs = std::filesystem;
+
+namespace prism {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+std::vector<double> finite(const std::vector<double>& x) {
+  std::vector<double> out;
+  for (double v : x)
+    if (std::isfinite(v)) out.push_back(v);
+  return out;
+}
+
+LossSummary loss_summary(const StudyConfig& c, double confidence) {
+  LossSummary s;
+  std::vector<double> x, se;
+  for (const auto* r : c.runs) {
+    x.push_back(r->final_val());
+    se.push_back(r->final_val_se());
+  }
+  x = finite(x);
+  s.seeds = static_cast<int>(x.size());
+  s.mean = mean_of(x);
+  s.sd = sample_sd(x);
+  s.ci = mean_interval(x, confidence);
+  s.val_se = mean_of(finite(se));
+  return s;
+}
+
+// Values of two configurations matched by seed: (seed, this, baseline).
+template <class F>
+std::vector<std::pair<uint64_t, std::pair<double, double>>> by_seed(const StudyConfig& c, const StudyConfig& base,
+                                                                   F value) {
+  std::vector<std::pair<uint64_t, std::pair<double, double>>> out;
+  for (const auto* r : c.runs)
+    for (const auto* b : base.runs)
+      if (r->seed == b->seed && std::isfinite(value(*r)) && std::isfinite(value(*b)))
+        out.push_back({r->seed, {value(*r), value(*b)}});
+  return out;
+}
+
+PairedDiff loss_difference(const StudyConfig& c, const StudyConfig& base, double confidence) {
+  PairedDiff d;
+  d.seeds = by_seed(c, base, [](const StudyRun& r) { return r.final_val(); });
+  d.pairs = static_cast<int>(d.seeds.size());
+  std::vector<double> diffs;
+  for (const auto& [seed, v] : d.seeds) diffs.push_back(v.first - v.second);
+  if (d.pairs >= 2) {
+    d.method = "paired";
+    d.mean = mean_of(diffs);
+    d.ci = mean_interval(diffs, confidence);
+    return d;
+  }
+  std::vector<double> a, b;
+  for (const auto* r : c.runs) a.push_back(r->final_val());
+  for (const auto* r : base.runs) b.push_back(r->final_val());
+  a = finite(a);
+  b = finite(b);
+  if (a.size() >= 2 && b.size() >= 2) {
+    d.method = "welch";
+    d.mean = mean_of(a) - mean_of(b);
+    d.ci = welch_interval(a, b, confidence);
+    return d;
+  }
+  d.method = d.pairs == 1 ? "one pair" : "no pairs";
+  d.mean = d.pairs == 1 ? diffs.front() : mean_of(a) - mean_of(b);
+  d.ci = {kNaN, kNaN};
+  return d;
+}
+
+// The first crossing of `level` by a validation curve: (step, tokens), linearly
+// interpolated between the evaluations around it; NaN when it never gets there.
+std::pair<double, double> crossing(const std::vector<ValRow>& val, double level) {
+  for (size_t i = 0; i < val.size(); ++i) {
+    if (!(val[i].loss <= level)) continue;
+    if (i == 0) return {static_cast<double>(val[0].step), static_cast<double>(val[0].tokens)};
+    const ValRow& a = val[i - 1];
+    const ValRow& b = val[i];
+    const double f = a.loss == b.loss ? 1.0 : (a.loss - level) / (a.loss - b.loss);
+    return {a.step + f * static_cast<double>(b.step - a.step), a.tokens + f * static_cast<double>(b.tokens - a.tokens)};
+  }
+  return {kNaN, kNaN};
+}
+
+// A configuration's mean validation loss at each evaluation step that all its runs have.
+std::vector<std::pair<int64_t, double>> mean_curve(const StudyConfig& c) {
+  std::map<int64_t, std::vector<double>> at;
+  for (const auto* r : c.runs)
+    for (const auto& v : r->val) at[v.step].push_back(v.loss);
+  std::vector<std::pair<int64_t, double>> out;
+  for (const auto& [step, xs] : at)
+    if (xs.size() == c.runs.size()) out.push_back({step, mean_of(xs)});
+  return out;
+}
+
+void milestone_levels(ScaleReport& s, const ReportOptions& o) {
+  const StudyScale& sc = *s.scale;
+  const StudyConfig* ref = nullptr;
+  for (const auto& c : sc.configs)
+    if (c.uniform) {
+      ref = &c;
+      break;
+    }
+  if (!ref) ref = &sc.configs.front();
+  const auto curve = mean_curve(*ref);
+  // The lowest level: the highest final loss of any run, so every run reaches every level.
+  double worst_final = -std::numeric_limits<double>::infinity();
+  for (const auto& c : sc.configs)
+    for (const auto* r : c.runs)
+      if (std::isfinite(r->final_val())) worst_final = std::max(worst_final, r->final_val());
+  if (curve.empty() || !std::isfinite(worst_final)) return;
+  const double start_step = o.milestone_start * static_cast<double>(ref->runs.front()->max_steps);
+  double high = curve.back().second;
+  int64_t high_step = curve.back().first;
+  for (const auto& [step, loss] : curve)
+    if (static_cast<double>(step) >= start_step) {
+      high = loss;
+      high_step = step;
+      break;
+    }
+  const int k = std::max(1, o.milestones);
+  if (k == 1 || !(high > worst_final)) {
+    s.levels = {worst_final};
+  } else {
+    for (int i = 0; i < k; ++i) s.levels.push_back(high - (high - worst_final) * i / (k - 1));
+  }
+  s.levels_rule = fmt::format(
+      "{} level(s) evenly spaced from {:.4f} ({}'s mean validation loss at step {}, the first evaluation at or after "
+      "{:.0f}% of its {} steps) down to {:.4f} (the highest final loss of any run here, so every run reaches "
+      "every level); steps and tokens are where each run's validation curve first reaches a "
+      "level, interpolated between evaluations, averaged over seeds",
+      s.levels.size(), s.levels.front(), ref->label(), high_step, o.milestone_start * 100, ref->runs.front()->max_steps,
+      worst_final);
+}
+
+std::vector<MilestoneCell> milestones(const StudyConfig& c, const std::vector<double>& levels, double confidence) {
+  std::vector<MilestoneCell> out;
+  for (double level : levels) {
+    MilestoneCell m;
+    m.level = level;
+    std::vector<double> steps, tokens;
+    for (const auto* r : c.runs) {
+      auto [s, t] = crossing(r->val, level);
+      ++m.runs;
+      if (std::isfinite(s)) {
+        ++m.reached;
+        steps.push_back(s);
+        tokens.push_back(t);
+      }
+    }
+    const bool all = m.reached == m.runs && m.runs > 0;
+    m.steps = all ? mean_of(steps) : kNaN;
+    m.tokens = all ? mean_of(tokens) : kNaN;
+    m.steps_ci = all ? mean_interval(steps, confidence) : Interval{kNaN, kNaN};
+    m.ratio = kNaN;
+    out.push_back(m);
+  }
+  return out;
+}
+
+std::vector<TaskScore> task_scores(const StudyConfig& c, const StudyConfig* base, const std::vector<std::string>& tasks) {
+  auto eval_of = [](const StudyRun& r, const std::string& task) -> const StudyEval* {
+    for (const auto& e : r.evals)
+      if (e.task == task) return &e;
+    return nullptr;
+  };
+  std::vector<TaskScore> out;
+  for (const auto& task : tasks) {
+    TaskScore t;
+    t.task = task;
+    std::vector<double> acc, acc_se, norm, norm_se;
+    for (const auto* r : c.runs)
+      if (const StudyEval* e = eval_of(*r, task)) {
+        acc.push_back(e->acc);
+        acc_se.push_back(e->acc_stderr);
+        norm.push_back(e->acc_norm);
+        norm_se.push_back(e->acc_norm_stderr);
+        t.n = e->n;
+      }
+    t.seeds = static_cast<int>(acc.size());
+    t.acc = mean_of(acc);
+    t.acc_stderr = mean_of(finite(acc_se));
+    t.acc_norm = mean_of(norm);
+    t.acc_norm_stderr = mean_of(finite(norm_se));
+    t.acc_norm_diff = kNaN;
+    if (base) {
+      auto pairs = by_seed(c, *base, [&](const StudyRun& r) {
+        const StudyEval* e = eval_of(r, task);
+        return e ? e->acc_norm : kNaN;
+      });
+      std::vector<double> d;
+      for (const auto& [seed, v] : pairs) d.push_back(v.first - v.second);
+      t.acc_norm_diff = mean_of(d);
+    }
+    out.push_back(t);
+  }
+  return out;
+}
+
+Throughput throughput(const StudyConfig& c, const StudyConfig* base, double confidence) {
+  Throughput t;
+  std::vector<double> tps;
+  for (const auto* r : c.runs) tps.push_back(r->tokens_per_s());
+  tps = finite(tps);
+  t.seeds = static_cast<int>(tps.size());
+  t.tokens_per_s = mean_of(tps);
+  t.ratio = kNaN;
+  t.ratio_ci = {kNaN, kNaN};
+  if (!base) return t;
+  auto pairs = by_seed(c, *base, [](const StudyRun& r) { return r.tokens_per_s(); });
+  t.pairs = static_cast<int>(pairs.size());
+  std::vector<double> ratios;
+  for (const auto& [seed, v] : pairs) ratios.push_back(v.first / v.second);
+  if (!ratios.empty()) {
+    t.ratio = mean_of(ratios);
+    t.ratio_ci = mean_interval(ratios, confidence);
+  } else {
+    std::vector<double> b;
+    for (const auto* r : base->runs) b.push_back(r->tokens_per_s());
+    t.ratio = t.tokens_per_s / mean_of(finite(b));
+  }
+  return t;
+}
+
+void add_delta(ConfigReport& cr, double confidence) {
+  const StudyConfig& c = *cr.config;
+  for (size_t l = 1; l < c.heads.size(); ++l)
+    if (c.heads[l] != c.heads[l - 1]) cr.transitions.push_back(static_cast<int>(l));
+  if (!cr.baseline) return;
+  std::vector<DistanceProfile> mine, theirs;
+  for (const auto* r : c.runs)
+    if (r->profile) mine.push_back(*r->profile);
+  for (const auto* r : cr.baseline->runs)
+    if (r->profile) theirs.push_back(*r->profile);
+  if (mine.empty() || theirs.empty()) {
+    cr.delta_note = "no held-out distance profiles yet: post-process the sweep (prism sweep DIR --post POST.yaml)";
+    return;
+  }
+  try {
+    cr.delta = distance_delta(mine, theirs, confidence);
+    if (mine.size() < c.runs.size() || theirs.size() < cr.baseline->runs.size())
+      cr.delta_note = fmt::format("Profiles from {} of {} runs and {} of {} baseline runs (the others have no profile yet)",
+                                  mine.size(), c.runs.size(), theirs.size(), cr.baseline->runs.size());
+  } catch (const Error& e) {
+    cr.delta_note = e.what_part();
+  }
+}
+
+}  // namespace
+
+std::string report_figure(const std::string& kind, const StudyScale& s, const StudyConfig* c) {
+  return c ? fmt::format("{}-{}-{}.png", kind, report_slug(s.label), report_slug(c->label()))
+           : fmt::format("{}-{}.png", kind, report_slug(s.label));
+}
+
+std::string report_slug(const std::string& text) {
+  std::string out;
+  for (char ch : text) {
+    const bool keep = std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '_';
+    if (keep) out += ch;
+    else if (ch != ' ' && !out.empty() && out.back() != '-') out += '-';
+  }
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  return out.empty() ? "x" : out;
+}
+
+StudyReport build_study_report(const ReportOptions& o) {
+  t_quantile(o.confidence, 1);  // rejects a bad level before any work
+  if (o.milestones < 1) throw Error("--milestones must be at least 1", "--milestones", "pass --milestones 5");
+  if (!(o.milestone_start > 0 && o.milestone_start < 1))
+    throw Error("the first milestone's share of the steps must lie in (0, 1)", "--milestone-start", "use e.g. 0.1");
+  StudyReport rep;
+  rep.options = o;
+  rep.study = load_study(o.sweeps);
+  for (const auto& sc : rep.study.scales) {
+    ScaleReport s;
+    s.scale = &sc;
+    for (const auto& c : sc.configs)
+      for (const auto* r : c.runs)
+        for (const auto& e : r->evals)
+          if (std::find(s.tasks.begin(), s.tasks.end(), e.task) == s.tasks.end()) s.tasks.push_back(e.task);
+    milestone_levels(s, o);
+    for (const auto& c : sc.configs) {
+      ConfigReport cr;
+      cr.config = &c;
+      cr.baseline = c.uniform ? nullptr : sc.baseline_of(c);
+      cr.loss = loss_summary(c, o.confidence);
+      if (cr.baseline) cr.diff = loss_difference(c, *cr.baseline, o.confidence);
+      cr.milestones = milestones(c, s.levels, o.confidence);
+      cr.tasks = task_scores(c, cr.baseline, s.tasks);
+      cr.throughput = throughput(c, cr.baseline, o.confidence);
+      add_delta(cr, o.confidence);
+      s.configs.push_back(std::move(cr));
+    }
+    // Milestone ratios against each configuration's uniform baseline.
+    for (auto& cr : s.configs) {
+      const StudyConfig* base = cr.baseline ? cr.baseline : cr.config;
+      auto it = std::find_if(s.configs.begin(), s.configs.end(), [&](const ConfigReport& x) { return x.config == base; });
+      if (it == s.configs.end()) continue;
+      for (size_t k = 0; k < cr.milestones.size(); ++k)
+        cr.milestones[k].ratio = cr.milestones[k].steps / it->milestones[k].steps;
+    }
+    rep.scales.push_back(std::move(s));
+  }
+  return rep;
+}
+
+std::vector<std::pair<std::string, Table>> report_tables(const StudyReport& rep) {
+  const double conf = rep.options.confidence;
+  Table loss, paired, miles, zero, thr, delta, curves, figures;
+  loss.columns = {"scale", "schedule", "heads", "params", "seeds", "val_loss_mean", "val_loss_ci_lo", "val_loss_ci_hi",
+                  "val_loss_sd_seeds", "val_loss_se_run", "unigram_val_loss", "diff_vs_uniform", "diff_ci_lo",
+                  "diff_ci_hi", "diff_method", "diff_pairs", "confidence"};
+  paired.columns = {"scale", "schedule", "params", "seed", "val_loss", "uniform_val_loss", "diff", "unigram_val_loss"};
+  miles.columns = {"scale", "schedule", "params", "milestone", "level", "reached", "runs", "steps", "steps_ci_lo",
+                   "steps_ci_hi", "tokens", "steps_ratio_to_uniform", "unigram_val_loss"};
+  zero.columns = {"scale", "schedule", "params", "task", "seeds", "n", "acc", "acc_stderr", "acc_norm", "acc_norm_stderr",
+                  "acc_norm_diff_vs_uniform"};
+  thr.columns = {"scale", "schedule", "params", "seeds", "tokens_per_s", "pairs", "ratio_to_uniform", "ratio_ci_lo",
+                 "ratio_ci_hi"};
+  delta.columns = {"scale", "schedule", "params", "layer", "heads", "baseline_heads", "head_dim", "transition",
+                   "prism", "uniform", "delta", "batch_ci_lo", "batch_ci_hi", "seed_ci_lo", "seed_ci_hi",
+                   "prism_normalized", "uniform_normalized", "delta_normalized", "prism_runs", "baseline_runs"};
+  curves.columns = {"scale", "schedule", "params", "run", "seed", "step", "tokens", "loss", "loss_se",
+                    "unigram_val_loss"};
+  figures.columns = {"file", "kind", "scale", "schedule", "title"};
+  for (const auto& s : rep.scales) {
+    const StudyScale& sc = *s.scale;
+    const double unigram = sc.unigrams.size() == 1 ? sc.unigrams.front() : kNaN;
+    figures.add({report_figure("loss", sc, nullptr), std::string("loss"), sc.label, std::string(""),
+                 fmt::format("{}: validation loss (unigram baseline {})", sc.label,
+                             std::isfinite(unigram) ? fmt::format("{:.4f}", unigram) : "unknown")});
+    for (const auto& cr : s.configs) {
+      const StudyConfig& c = *cr.config;
+      const std::string heads = heads_cell(c.heads);
+      const bool d = cr.diff.has_value();
+      loss.add({sc.label, c.schedule, heads, c.params, int64_t(cr.loss.seeds), cr.loss.mean, cr.loss.ci.lo,
+                cr.loss.ci.hi, cr.loss.sd, cr.loss.val_se, unigram, d ? cr.diff->mean : kNaN, d ? cr.diff->ci.lo : kNaN,
+                d ? cr.diff->ci.hi : kNaN, d ? cr.diff->method : std::string(), int64_t(d ? cr.diff->pairs : 0), conf});
+      if (d)
+        for (const auto& [seed, v] : cr.diff->seeds)
+          paired.add({sc.label, c.schedule, c.params, int64_t(seed), v.first, v.second, v.first - v.second, unigram});
+      for (size_t k = 0; k < cr.milestones.size(); ++k) {
+        const auto& m = cr.milestones[k];
+        miles.add({sc.label, c.schedule, c.params, int64_t(k + 1), m.level, int64_t(m.reached), int64_t(m.runs), m.steps,
+                   m.steps_ci.lo, m.steps_ci.hi, m.tokens, m.ratio, unigram});
+      }
+      for (const auto& t : cr.tasks)
+        zero.add({sc.label, c.schedule, c.params, t.task, int64_t(t.seeds), t.n, t.acc, t.acc_stderr, t.acc_norm,
+                  t.acc_norm_stderr, t.acc_norm_diff});
+      const auto& th = cr.throughput;
+      thr.add({sc.label, c.schedule, c.params, int64_t(th.seeds), th.tokens_per_s, int64_t(th.pairs), th.ratio,
+               th.ratio_ci.lo, th.ratio_ci.hi});
+      if (cr.delta) {
+        for (const auto& r : cr.delta->rows) {
+          const bool transition = std::find(cr.transitions.begin(), cr.transitions.end(), r.layer) != cr.transitions.end();
+          delta.add({sc.label, c.schedule, c.params, int64_t(r.layer), int64_t(r.heads), int64_t(r.baseline_heads),
+                     int64_t(sc.d_model / r.heads), int64_t(transition), r.prism, r.baseline, r.delta, r.batch_ci.lo,
+                     r.batch_ci.hi, r.seed_ci.lo, r.seed_ci.hi, r.prism_normalized, r.baseline_normalized,
+                     r.delta_normalized, int64_t(cr.delta->prism_runs.size()), int64_t(cr.delta->baseline_runs.size())});
+        }
+        figures.add({report_figure("delta", sc, &c), std::string("delta"), sc.label, c.label(),
+                     fmt::format("{}: Delta D_l, {} - uniform (transitions dashed)", sc.label, c.label())});
+      }
+      for (const auto* r : c.runs)
+        for (const auto& v : r->val)
+          curves.add({sc.label, c.schedule, c.params, r->name, int64_t(r->seed), v.step, v.tokens, v.loss, v.loss_se,
+                      r->unigram});
+    }
+  }
+  return {{"final_loss.csv", loss},   {"paired.csv", paired}, {"milestones.csv", miles},
+          {"zero_shot.csv", zero},    {"throughput.csv", thr}, {"delta.csv", delta},
+          {"curves.csv", curves},     {"figures.csv", figures}};
+}
+
+std::vector<std::string> write_study_report(const StudyReport& rep, const std::string& out_dir) {
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec) throw Error(fmt::format("cannot create the report directory: {}", ec.message()), out_dir, "choose another --out");
+  std::vector<std::string> files;
+  for (const auto& [name, table] : report_tables(rep)) {
+    const std::string path = (fs::path(out_dir) / name).string();
+    write_file_atomic(path, to_csv(table));
+    files.push_back(path);
+  }
+  const std::string md = (fs::path(out_dir) / "report.md").string();
+  write_file_atomic(md, report_markdown(rep));
+  files.insert(files.begin(), md);
+  return files;
+}
+
+}  // namespace prism
