@@ -106,7 +106,7 @@ ordered_json hf_config(const LoadedModel& lm, HfFormat format, int eot, const st
 }
 
 std::string model_card(const LoadedModel& lm, HfFormat format, const HfTokenizer& tok, const std::string& vocab,
-                       int64_t parameters) {
+                       int64_t parameters, const std::string& dir) {
   const ModelConfig& m = lm.config.model;
   const bool prism = format == HfFormat::Prism;
   const std::string remote = prism ? ", trust_remote_code=True" : "";
@@ -121,14 +121,14 @@ std::string model_card(const LoadedModel& lm, HfFormat format, const HfTokenizer
       "{}\n\n"
       "```python\n"
       "from transformers import AutoModelForCausalLM, AutoTokenizer\n"
-      "tok = AutoTokenizer.from_pretrained(\"DIR\")\n"
-      "model = AutoModelForCausalLM.from_pretrained(\"DIR\"{})\n"
+      "tok = AutoTokenizer.from_pretrained(\"{}\"{})\n"
+      "model = AutoModelForCausalLM.from_pretrained(\"{}\"{})\n"
       "ids = tok(\"It is a truth universally acknowledged\", return_tensors=\"pt\").input_ids\n"
       "print(tok.decode(model.generate(ids, max_new_tokens=40, do_sample=False)[0]))\n"
       "```\n\n"
       "Zero-shot tasks with lm-evaluation-harness:\n\n"
       "```bash\n"
-      "lm_eval --model hf --model_args pretrained=DIR{},dtype=float32 --tasks hellaswag\n"
+      "lm_eval --model hf --model_args pretrained={}{},dtype=float32 --tasks hellaswag\n"
       "```\n",
       prism ? "prism-heads" : "gpt2", fmt::join(lm.config.schedule.heads(), ","), lm.path, lm.step, m.n_layer,
       m.d_model, lm.config.schedule.compact(), m.block_size, tok.vocab_size(), fs::path(vocab).filename().string(),
@@ -136,7 +136,7 @@ std::string model_card(const LoadedModel& lm, HfFormat format, const HfTokenizer
       prism ? "`PrismForCausalLM` (modeling_prism.py, loaded with `trust_remote_code=True`): each layer has its own head "
               "count; `output_attentions=True` gives per layer (batch, heads, query, key) probabilities."
             : "A uniform model, so it is a stock `GPT2LMHeadModel`: no remote code.",
-      remote, prism ? ",trust_remote_code=True" : "");
+      dir, remote, dir, remote, dir, prism ? ",trust_remote_code=True" : "");
 }
 
 void check_destination(const fs::path& dir, bool force) {
@@ -223,7 +223,7 @@ HfExportSummary export_hf(const LoadedModel& lm, const std::string& dir_name, co
   if (o.format == HfFormat::Prism)
     for (const auto& f : hf_remote_code_files()) texts.emplace_back(f.name, std::string(f.text));
   for (auto& f : tok.files) texts.push_back(std::move(f));
-  texts.emplace_back("README.md", model_card(lm, o.format, tok, o.vocab, s.parameters));
+  texts.emplace_back("README.md", model_card(lm, o.format, tok, o.vocab, s.parameters, s.dir));
 
   const fs::path staged = dir.string() + fmt::format(".partial-{}", ::getpid());
   std::error_code ec;
