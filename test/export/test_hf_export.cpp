@@ -117,7 +117,7 @@ TEST_CASE("prism export --hf: the embedded transformers code is scripts/hf's", "
   }
 }
 
-TEST_CASE("prism export --hf: transformers loads the export; logits, greedy tokens and attention distance equal prism's",
+TEST_CASE("prism export --hf: transformers loads the export: logits, greedy tokens and attention distance equal prism's",
           "[export][hf]") {
   CompactRuns runs;
   struct Export {
@@ -169,7 +169,8 @@ TEST_CASE("prism export --hf: transformers loads the export; logits, greedy toke
   }
 }
 
-TEST_CASE("prism export --hf: refusals name the problem and the fix, and nothing is written", "[export][hf]") {
+TEST_CASE("prism export --hf: refusals name the problem and the fix and write nothing, and the run's vocabulary is used",
+          "[export][hf]") {
   CompactRuns runs(2);
   const std::string out = runs.dir.file("hf/out");
   // A Prism schedule has no GPT2LMHeadModel.
@@ -182,6 +183,10 @@ TEST_CASE("prism export --hf: refusals name the problem and the fix, and nothing
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.output, Catch::Contains("50257 ids") && Catch::Contains("the model only 512") && Catch::Contains("--vocab"));
   CHECK_FALSE(std::filesystem::exists(out));
+  // Without --vocab and with nothing named by the run, GPT-2's is the default: refused the same way.
+  r = run_prism(fmt::format("export {} --hf {}", runs.prism, out));
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Catch::Contains("gpt2.tiktoken") && Catch::Contains("the model only 512"));
   r = run_prism(fmt::format("export {} --hf {} --hf-format onnx --vocab {}", runs.prism, out, runs.vocab));
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.output, Catch::Contains("unknown Hugging Face format 'onnx'"));
@@ -203,6 +208,13 @@ TEST_CASE("prism export --hf: refusals name the problem and the fix, and nothing
   CHECK(r.exit_code == 0);
   CHECK(json::parse(read_file(out + "/config.json"))["heads"] == json::array({4, 4}));
   CHECK_FALSE(std::filesystem::exists(out + "/stale.txt"));
+  // A vocabulary named by the run's corpus (prepare.json) is taken without --vocab.
+  auto manifest = json::parse(read_file(runs.shards + "/prepare.json"));
+  manifest["vocab"] = runs.vocab;
+  write_file(runs.shards + "/prepare.json", manifest.dump());
+  r = run_prism(fmt::format("export {} --hf {} --force", runs.prism, out));
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains(runs.vocab + " (named by the run): 512 ids"));
   size_t siblings = 0;
   for (const auto& e : std::filesystem::directory_iterator(runs.dir.file("hf"))) siblings += e.is_directory();
   CHECK(siblings == 1);  // no .partial-* or .replaced-* left behind
