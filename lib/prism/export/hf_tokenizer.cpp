@@ -63,6 +63,72 @@ ordered_json special_token(int id) {
           {"rstrip", false},   {"normalized", false},                      {"special", true}};
 }
 
+// The vocabulary in the byte-level alphabet (rank = id) and one merge per token
+// that a pair of lower ranks joins into, in rank order.
+struct ByteLevelBpe {
+  ordered_json vocab = ordered_json::object();
+  std::vector<std::string> merges;  // "left right"
+  int unmerged = 0;
+};
+
+ByteLevelBpe byte_level_bpe(const BpeRanks& ranks) {
+  ByteLevelBpe b;
+  for (uint32_t r = 0; r < ranks.size(); ++r) {
+    const std::string_view token = ranks.bytes(r);
+    b.vocab[byte_level(token)] = r;
+    if (token.size() < 2) continue;
+    const auto parts = bpe_parts(ranks, token, r);
+    if (parts.size() != 3) {  // no pair of lower ranks joins into this token
+      ++b.unmerged;
+      continue;
+    }
+    b.merges.push_back(byte_level(token.substr(0, parts[1])) + " " + byte_level(token.substr(parts[1])));
+  }
+  return b;
+}
+
+ordered_json tokenizer_json(const ByteLevelBpe& bpe, int eot) {
+  return {{"version", "1.0"},
+          {"truncation", nullptr},
+          {"padding", nullptr},
+          {"added_tokens", ordered_json::array({special_token(eot)})},
+          {"normalizer", nullptr},
+          {"pre_tokenizer",
+           {{"type", "Sequence"},
+            {"pretokenizers",
+             ordered_json::array(
+                 {{{"type", "Split"}, {"pattern", {{"Regex", kGpt2Pattern}}}, {"behavior", "Isolated"}, {"invert", false}},
+                  {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", false}}})}}},
+          {"post_processor", nullptr},
+          {"decoder", {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}}},
+          {"model",
+           {{"type", "BPE"},
+            {"dropout", nullptr},
+            {"unk_token", nullptr},
+            {"continuing_subword_prefix", nullptr},
+            {"end_of_word_suffix", nullptr},
+            {"fuse_unk", false},
+            {"byte_fallback", false},
+            {"ignore_merges", true},
+            {"vocab", bpe.vocab},
+            {"merges", bpe.merges}}}};
+}
+
+ordered_json tokenizer_config(int eot, int64_t model_max_length) {
+  const std::string text = Gpt2Tokenizer::kEndOfTextText;
+  ordered_json added = special_token(eot);
+  added.erase("id");
+  return {{"tokenizer_class", "PreTrainedTokenizerFast"},
+          {"bos_token", text},
+          {"eos_token", text},
+          {"unk_token", text},
+          {"add_bos_token", false},
+          {"add_prefix_space", false},
+          {"clean_up_tokenization_spaces", false},
+          {"model_max_length", model_max_length},
+          {"added_tokens_decoder", {{std::to_string(eot), added}}}};
+}
+
 }  // namespace
 
 const std::vector<std::string>& byte_level_alphabet() {
@@ -80,71 +146,19 @@ const std::vector<std::string>& byte_level_alphabet() {
 
 HfTokenizer hf_tokenizer_files(const std::string& ranks_path, int64_t model_max_length) {
   const BpeRanks ranks = BpeRanks::load(ranks_path, "pass the vocabulary the run was trained with (--vocab FILE)");
+  const ByteLevelBpe bpe = byte_level_bpe(ranks);
   HfTokenizer out;
   out.ranks = static_cast<int>(ranks.size());
+  out.merges = static_cast<int>(bpe.merges.size());
+  out.unmerged = bpe.unmerged;
   const std::string eot = Gpt2Tokenizer::kEndOfTextText;
-
-  ordered_json vocab = ordered_json::object();
-  std::string merges_txt = "#version: 0.2\n";
-  ordered_json merges = ordered_json::array();
-  for (uint32_t r = 0; r < ranks.size(); ++r) {
-    const std::string_view token = ranks.bytes(r);
-    vocab[byte_level(token)] = r;
-    if (token.size() < 2) continue;
-    const auto parts = bpe_parts(ranks, token, r);
-    if (parts.size() != 3) {  // no pair of lower ranks joins into this token
-      ++out.unmerged;
-      continue;
-    }
-    const std::string merge = byte_level(token.substr(0, parts[1])) + " " + byte_level(token.substr(parts[1]));
-    merges.push_back(merge);
-    merges_txt += merge + "\n";
-  }
-  out.merges = static_cast<int>(merges.size());
-
-  ordered_json tokenizer = {
-      {"version", "1.0"},
-      {"truncation", nullptr},
-      {"padding", nullptr},
-      {"added_tokens", ordered_json::array({special_token(out.ranks)})},
-      {"normalizer", nullptr},
-      {"pre_tokenizer",
-       {{"type", "Sequence"},
-        {"pretokenizers",
-         ordered_json::array(
-             {{{"type", "Split"}, {"pattern", {{"Regex", kGpt2Pattern}}}, {"behavior", "Isolated"}, {"invert", false}},
-              {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", false}}})}}},
-      {"post_processor", nullptr},
-      {"decoder", {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}}},
-      {"model",
-       {{"type", "BPE"},
-        {"dropout", nullptr},
-        {"unk_token", nullptr},
-        {"continuing_subword_prefix", nullptr},
-        {"end_of_word_suffix", nullptr},
-        {"fuse_unk", false},
-        {"byte_fallback", false},
-        {"ignore_merges", true},
-        {"vocab", vocab},
-        {"merges", merges}}}};
-
-  ordered_json added_decoder = {{std::to_string(out.ranks), special_token(out.ranks)}};
-  added_decoder[std::to_string(out.ranks)].erase("id");
-  const ordered_json config = {{"tokenizer_class", "PreTrainedTokenizerFast"},
-                               {"bos_token", eot},
-                               {"eos_token", eot},
-                               {"unk_token", eot},
-                               {"add_bos_token", false},
-                               {"add_prefix_space", false},
-                               {"clean_up_tokenization_spaces", false},
-                               {"model_max_length", model_max_length},
-                               {"added_tokens_decoder", added_decoder}};
   const ordered_json special = {{"bos_token", eot}, {"eos_token", eot}, {"unk_token", eot}};
-  ordered_json vocab_json = vocab;
+  ordered_json vocab_json = bpe.vocab;
   vocab_json[eot] = out.ranks;
-
-  out.files = {{"tokenizer.json", tokenizer.dump(1) + "\n"},
-               {"tokenizer_config.json", config.dump(2) + "\n"},
+  std::string merges_txt = "#version: 0.2\n";
+  for (const auto& m : bpe.merges) merges_txt += m + "\n";
+  out.files = {{"tokenizer.json", tokenizer_json(bpe, out.ranks).dump(1) + "\n"},
+               {"tokenizer_config.json", tokenizer_config(out.ranks, model_max_length).dump(2) + "\n"},
                {"special_tokens_map.json", special.dump(2) + "\n"},
                {"vocab.json", vocab_json.dump() + "\n"},
                {"merges.txt", merges_txt}};
