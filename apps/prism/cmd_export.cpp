@@ -1,18 +1,25 @@
 // prism export RUN.h5 | RUN_DIR | SWEEP_DIR ... --what ... --format csv|json: tidy tables.
+// prism export RUN --hf DIR: the model as a Hugging Face transformers directory.
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <iostream>
 
 #include "cli.h"
 #include "prism/analysis/export.h"
+#include "prism/data/tokenizer.h"
 #include "prism/error.h"
 #include "prism/atomic_file.h"
+#include "prism/export/hf_export.h"
+#include "prism/store/safetensors.h"
+#include "support_paths.h"
 
 namespace prism::cli {
 namespace {
 
 const char* kUsage =
-    "PATH... --what loss|val|distance|position|delta|eval|summary [--format csv|json] [options]\n\n"
+    "PATH... --what loss|val|distance|position|delta|eval|summary [--format csv|json] [options]\n"
+    "RUN --hf DIR [--hf-format prism|gpt2] [--vocab FILE] [--force]\n\n"
     "Writes one tidy table (a row per observation, named columns; pandas.read_csv /\n"
     "read_json(orient=\"records\") and R read it directly) to stdout or --out. PATH: a run.h5,\n"
     "a run directory, or a sweep directory (its summary.csv rows, or every run.h5 below it).\n"
@@ -26,10 +33,53 @@ const char* kUsage =
     "            /attention/delta (prism distance --baseline)\n"
     "  eval      task, acc, acc_norm, n, acc_stderr, acc_norm_stderr\n"
     "  summary   status, steps, tokens, final/best losses, time, eval accuracies, summary.csv columns\n\n"
+    "--hf DIR writes RUN's newest checkpoint (or the checkpoint directory / model.safetensors\n"
+    "given) as a Hugging Face model: config.json (one head count per layer), model.safetensors,\n"
+    "the tokenizer files of the run's vocabulary (--vocab overrides it; default GPT-2's) and,\n"
+    "for --hf-format prism, modeling_prism.py + configuration_prism.py (load with\n"
+    "trust_remote_code=True; output_attentions gives each layer's attention probabilities).\n"
+    "--hf-format gpt2 writes a uniform model as a stock GPT2LMHeadModel, no remote code.\n"
+    "lm-evaluation-harness then runs any task on DIR (README: Hugging Face export).\n\n"
     "examples:\n"
     "  prism export runs/prism --what loss > loss.csv\n"
     "  prism export sweeps/cpu --what summary --format json --out summary.json\n"
-    "  prism export runs/prism --what delta --baseline runs/uniform";
+    "  prism export runs/prism --what delta --baseline runs/uniform\n"
+    "  prism export runs/prism --hf hf/prism\n"
+    "  prism export runs/uniform --hf hf/uniform --hf-format gpt2";
+
+// The vocabulary of an --hf export: --vocab, else the one the run names, else GPT-2's
+// ($PRISM_VOCAB, ./data/cache/gpt2.tiktoken, or the source tree's copy).
+std::pair<std::string, std::string> hf_vocabulary(const po::variables_map& vm, const LoadedModel& lm) {
+  if (vm.count("vocab")) return {vm["vocab"].as<std::string>(), "--vocab"};
+  if (auto named = run_vocabulary(lm)) return {*named, "named by the run"};
+  std::string p = default_vocab_path();
+  if (!std::getenv("PRISM_VOCAB") && !std::filesystem::exists(p)) p = reference_source_dir() + "/data/cache/gpt2.tiktoken";
+  return {p, "GPT-2's, the default; --vocab FILE for another"};
+}
+
+int export_hf_dir(const po::variables_map& vm, const std::vector<std::string>& paths) {
+  if (paths.size() != 1)
+    throw Error(fmt::format("--hf exports one model, {} paths given", paths.size()), "prism export --hf",
+                "pass one run directory, checkpoint directory or model.safetensors");
+  if (vm.count("what")) throw Error("--what and --hf do not go together", "prism export", "export tables and models in two calls");
+  LoadedModel lm = load_model(paths[0]);
+  HfExportOptions o;
+  o.format = parse_hf_format(vm["hf-format"].as<std::string>());
+  o.force = vm["force"].as<bool>();
+  const auto [vocab, why] = hf_vocabulary(vm, lm);
+  o.vocab = vocab;
+  const HfExportSummary s = export_hf(lm, vm["hf"].as<std::string>(), o);
+  const bool prism = s.format == HfFormat::Prism;
+  std::cout << fmt::format("{} (step {}, heads [{}], {} parameters) -> {} ({})\n", lm.path, lm.step,
+                           fmt::join(lm.config.schedule.heads(), ","), s.parameters, s.dir,
+                           prism ? "PrismForCausalLM, trust_remote_code=True" : "GPT2LMHeadModel")
+            << fmt::format("tokenizer: {} ({}): {} ids, {} merges{}\n", s.vocab, why, s.tokenizer_ids, s.merges,
+                           s.unmerged ? fmt::format(", {} tokens without a merge", s.unmerged) : "")
+            << fmt::format("files: {}\n", fmt::join(s.files, ", "))
+            << fmt::format("load: AutoModelForCausalLM.from_pretrained(\"{}\"{})\n", s.dir,
+                           prism ? ", trust_remote_code=True" : "");
+  return 0;
+}
 
 int run(const std::vector<std::string>& args) {
   return guarded("export", [&]() -> int {
@@ -40,12 +90,19 @@ int run(const std::vector<std::string>& args) {
         ("format,f", po::value<std::string>()->default_value("csv"), "csv | json")
         ("out,o", po::value<std::string>(), "output file (default: stdout)")
         ("baseline", po::value<std::vector<std::string>>()->multitoken(), "delta: the uniform baseline run(s)")
-        ("confidence", po::value<double>()->default_value(0.95), "delta: confidence level of the intervals");
+        ("confidence", po::value<double>()->default_value(0.95), "delta: confidence level of the intervals")
+        ("hf", po::value<std::string>(), "write the model as a Hugging Face directory DIR")
+        ("hf-format", po::value<std::string>()->default_value("prism"), "--hf: prism (any schedule) | gpt2 (uniform only)")
+        ("vocab", po::value<std::string>(), "--hf: the run's tiktoken ranks file (default: the run's, else GPT-2's)")
+        ("force", po::bool_switch(), "--hf: replace an existing DIR");
     po::positional_options_description pos;
     pos.add("path", -1);
     po::variables_map vm;
     if (!parse("export", kUsage, o, pos, args, vm)) return 0;
     if (!vm.count("path")) throw Error("nothing to export", "prism export", "pass a run.h5, run directory or sweep directory");
+    if (vm.count("hf")) return export_hf_dir(vm, vm["path"].as<std::vector<std::string>>());
+    if (!vm["hf-format"].defaulted() || vm.count("vocab") || vm["force"].as<bool>())
+      throw Error("--hf-format, --vocab and --force belong to --hf", "prism export", "add --hf DIR, or drop them");
     if (!vm.count("what"))
       throw Error("no table chosen", "--what", fmt::format("pass --what {}", fmt::join(export_what_names(), "|")));
     const std::string format = vm["format"].as<std::string>();
@@ -67,7 +124,7 @@ int run(const std::vector<std::string>& args) {
   });
 }
 
-const Registration reg{{70, "export", "tidy CSV/JSON tables of runs and sweeps (loss, distance, delta, eval, ...)", run}};
+const Registration reg{{70, "export", "tidy CSV/JSON tables of runs and sweeps; a model as a Hugging Face directory (--hf)", run}};
 
 }  // namespace
 }  // namespace prism::cli
