@@ -33,7 +33,6 @@ void write_tokenizer(const std::string& vocab, const std::string& dir) {
 // greedy continuation of a prompt, written for hf_roundtrip.py.
 void write_expected(const std::string& run, const std::string& vocab, const std::string& shard, const std::string& out) {
   LoadedModel lm = load_model(run);
-  lm.model->attention_options().backend = attention::parse_backend(lm.config.attention.backend);
   lm.model->eval();
   LoaderOptions lo;
   lo.shards = {shard};
@@ -183,10 +182,11 @@ TEST_CASE("prism export --hf: refusals name the problem and the fix and write no
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.output, Catch::Contains("50257 ids") && Catch::Contains("the model only 512") && Catch::Contains("--vocab"));
   CHECK_FALSE(std::filesystem::exists(out));
-  // Without --vocab and with nothing named by the run, GPT-2's is the default: refused the same way.
-  r = run_prism(fmt::format("export {} --hf {}", runs.prism, out));
-  CHECK(r.exit_code == 2);
-  CHECK_THAT(r.output, Catch::Contains("gpt2.tiktoken") && Catch::Contains("the model only 512"));
+  // Without --vocab: the run's own vocabulary, which data prepare keeps beside the shards.
+  const std::string own = runs.dir.file("hf/own");
+  r = run_prism(fmt::format("export {} --hf {}", runs.prism, own));
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains("named by the run") && Catch::Contains("512 ids"));
   r = run_prism(fmt::format("export {} --hf {} --hf-format onnx --vocab {}", runs.prism, out, runs.vocab));
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.output, Catch::Contains("unknown Hugging Face format 'onnx'"));
@@ -208,16 +208,13 @@ TEST_CASE("prism export --hf: refusals name the problem and the fix and write no
   CHECK(r.exit_code == 0);
   CHECK(json::parse(read_file(out + "/config.json"))["heads"] == json::array({4, 4}));
   CHECK_FALSE(std::filesystem::exists(out + "/stale.txt"));
-  // A vocabulary named by the run's corpus (prepare.json) is taken without --vocab.
-  auto manifest = json::parse(read_file(runs.shards + "/prepare.json"));
-  manifest["vocab"] = runs.vocab;
-  write_file(runs.shards + "/prepare.json", manifest.dump());
+  // The run's vocabulary (data.vocab, resolved from the corpus's prepare.json when it trained) without --vocab.
   r = run_prism(fmt::format("export {} --hf {} --force", runs.prism, out));
   CHECK(r.exit_code == 0);
-  CHECK_THAT(r.output, Catch::Contains(runs.vocab + " (named by the run): 512 ids"));
+  CHECK_THAT(r.output, Catch::Contains(runs.shards + "/vocab.tiktoken (named by the run): 512 ids"));
   size_t siblings = 0;
   for (const auto& e : std::filesystem::directory_iterator(runs.dir.file("hf"))) siblings += e.is_directory();
-  CHECK(siblings == 1);  // no .partial-* or .replaced-* left behind
+  CHECK(siblings == 2);  // out and own: no .partial-* or .replaced-* left behind
 }
 
 namespace {

@@ -106,10 +106,11 @@ def compare(task, dump, samples):
                 out["text_mismatches"].append({"item": i, "choice": c, "lm_eval": pairs[c],
                                                "prism": [choice["context"], choice["continuation"]]})
             out["max_ll_diff"] = max(out["max_ll_diff"], abs(lls[c] - choice["loglikelihood"]))
-            if task != "winogrande" and len(pairs[c][1]) - 1 != choice["bytes"]:
+            # acc_norm's normaliser: the answer's characters (Python's len()), as lm-eval counts them.
+            if task != "winogrande" and len(pairs[c][1]) - 1 != choice["chars"]:
                 out["normaliser_mismatches"].append({"item": i, "choice": c, "choice_text": choice["choice"],
                                                      "lm_eval_chars": len(pairs[c][1]) - 1,
-                                                     "prism_bytes": choice["bytes"]})
+                                                     "prism_chars": choice["chars"]})
         acc = float(item["pred"] == item["label"])
         hits.append(s["acc"])
         if s["acc"] != acc:

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "prism/atomic_file.h"
+#include "prism/data/dataset.h"
 #include "prism/error.h"
 #include "prism/export/hf_remote_code.h"
 #include "prism/store/safetensors.h"
@@ -179,15 +180,15 @@ HfFormat parse_hf_format(const std::string& name) {
 std::string hf_format_name(HfFormat f) { return f == HfFormat::Prism ? "prism" : "gpt2"; }
 
 std::optional<std::string> run_vocabulary(const LoadedModel& lm) {
-  const YAML::Node& r = lm.config.resolved;
-  for (const char* section : {"data", "model"})
-    if (r[section] && r[section].IsMap() && r[section]["vocab"] && r[section]["vocab"].IsScalar())
-      return r[section]["vocab"].as<std::string>();
+  // data.vocab as the run resolved it when it trained (from its corpus's prepare.json).
+  if (!lm.config.data.vocab.empty()) return lm.config.data.vocab;
   if (lm.config.data.dir.empty()) return std::nullopt;
-  std::ifstream manifest(fs::path(lm.config.data.dir) / "prepare.json");
-  if (!manifest) return std::nullopt;
-  const auto j = nlohmann::json::parse(manifest, nullptr, /*allow_exceptions=*/false);
-  if (j.is_object() && j.contains("vocab") && j["vocab"].is_string()) return j["vocab"].get<std::string>();
+  try {
+    const DataDescription d = describe_data(lm.config.data.dir);
+    if (!d.vocab.empty()) return d.vocab;
+  } catch (const Error&) {
+    // a damaged or absent manifest names nothing; the caller falls back to --vocab or GPT-2's
+  }
   return std::nullopt;
 }
 

@@ -47,9 +47,10 @@ struct HfExportSummary {
   int64_t tensors = 0, parameters = 0;
 };
 
-// The vocabulary file a checkpoint's run names: a `vocab` key under `data:` or
-// `model:` in its resolved config, else a `vocab` entry in the prepare.json of
-// its data.dir; nullopt when it names none (then GPT-2's is the default).
+// The vocabulary file a checkpoint's run names: its data.vocab (which a run
+// resolves from its corpus's prepare.json when it starts), else the one the
+// prepare.json of its data.dir names; nullopt when it names none (then GPT-2's
+// is the default).
 std::optional<std::string> run_vocabulary(const LoadedModel& model);
 
 // Throws prism::Error, before writing anything, when DIR exists and is not empty
