@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "cli.h"
+#include "prism/data/dataset.h"
 #include "prism/error.h"
 #include "prism/model/cost.h"
 #include "prism/model/gpt.h"
@@ -37,10 +38,30 @@ std::string with_commas(int64_t v) {
   return out;
 }
 
+// model.vocab_size: auto (the default) takes the size from the prepared corpus, as
+// training does; parameter counts and FLOPs depend on it.
+std::string g_vocab_note;
+void resolve_vocabulary(Config& c) {
+  if (!c.model.vocab_from_data) return;
+  if (c.data.dir.empty()) {
+    g_vocab_note = " (the preset's: no data.dir to take it from)";
+    return;
+  }
+  try {
+    const bool prepared = describe_data(c.data.dir).prepared;
+    resolve_data_settings(c);
+    g_vocab_note = prepared ? fmt::format(" (from {})", c.data.dir)
+                            : fmt::format(" (the preset's: {} is not prepared)", c.data.dir);
+  } catch (const Error& e) {
+    g_vocab_note = fmt::format(" (the preset's: {})", e.what());
+  }
+}
+
 std::string describe_shape(const ModelConfig& m) {
   return fmt::format("{}{} layers x {}, baseline {} heads (d_h {}), context {}, vocab {}",
                      m.preset.empty() ? "" : m.preset + ": ", m.n_layer, m.d_model, m.n_head, m.head_dim_base(),
-                     m.block_size, m.vocab_size);
+                     m.block_size, m.vocab_size) +
+         g_vocab_note;
 }
 
 int check(const Config& c) {
@@ -218,6 +239,7 @@ int run(const std::vector<std::string>& args) {
       std::cerr << fmt::format("prism schedule: invalid: {}\n", e.what());
       return 1;
     }
+    resolve_vocabulary(c);
     if (action == "check") return check(c);
     if (action == "enumerate") return enumerate(c, vm);
     return inspect(c, vm);

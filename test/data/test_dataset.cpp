@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "data_support.h"
+#include "support.h"
 #include "prism/config/config.h"
 #include "prism/data/dataset.h"
 #include "prism/data/prepare.h"
@@ -52,6 +53,14 @@ TEST_CASE("dataset: vocab_size auto follows prepare.json, and explicit sizes mus
   CHECK(again.model.vocab_size == 300);
   CHECK(again.data.vocab == s.vocab);
   CHECK(describe_data(o.output).unigram_val_loss == Approx(s.unigram_val_loss));
+
+  // prism schedule resolves it as training does (parameter counts depend on it), and says from where.
+  auto shown = run_prism(fmt::format("schedule inspect --model test-tiny data.dir={}", o.output));
+  INFO(shown.output);
+  CHECK(shown.exit_code == 0);
+  CHECK_THAT(shown.output, Catch::Contains(fmt::format("vocab 300 (from {})", o.output)));
+  CHECK_THAT(run_prism("schedule check --model test-tiny").output,
+             Catch::Contains("vocab 512 (the preset's: no data.dir to take it from)"));
 
   Config padded = config_for(o.output, ", vocab_size: 512");
   resolve_data_settings(padded);
