@@ -63,10 +63,11 @@ grep -q 'prism: CUDA back end for architectures' "$out/build.log" || fail "the b
 # NCCL: found (here in the pip wheel nvidia-nccl-cu13) and compiled in.
 grep -m1 'prism: NCCL for multi-GPU training' "$out/build.log" | sed 's/^-- /[ci-cuda] /' \
   || fail "configure did not enable NCCL (build.log); this CUDA LibTorch has it"
-dist_cmd=$(ninja -C "$build" -t commands prism | grep -m1 'train/distributed.cpp')
+dist_cmd=$(grep -m1 'train/distributed.cpp' < <(ninja -C "$build" -t commands prism))
 [[ "$dist_cmd" == *PRISM_HAVE_NCCL=1* ]] || fail "distributed.cpp was compiled without PRISM_HAVE_NCCL"
 dist_obj=$(find "$build" -name 'distributed.cpp.o' | head -1)
-nm -C "$dist_obj" | grep -q 'c10d::ProcessGroupNCCL::ProcessGroupNCCL' \
+# Not `nm | grep -q`: under pipefail, grep -q's early exit fails nm with SIGPIPE on a large symbol table.
+grep -q 'c10d::ProcessGroupNCCL::ProcessGroupNCCL' < <(nm -C "$dist_obj") \
   || fail "$dist_obj does not construct c10d::ProcessGroupNCCL"
 say "NCCL branch compiled: $dist_obj constructs c10d::ProcessGroupNCCL"
 
@@ -81,7 +82,7 @@ say "only .device's headers and static archives were used; prism loads none of t
 
 # Up to the first GPU call.
 out_tests=$("$tests" "[cuda]" --use-colour no 2>&1) || { echo "$out_tests"; fail "prism_device_tests failed"; }
-echo "$out_tests" | grep -q 'SKIPPED: no CUDA device' || { echo "$out_tests"; fail "the CUDA tests did not report a skip"; }
+grep -q 'SKIPPED: no CUDA device' <<< "$out_tests" || { echo "$out_tests"; fail "the CUDA tests did not report a skip"; }
 say "CUDA tests: $(echo "$out_tests" | grep -c 'SKIPPED: no CUDA device') cases skipped (no GPU)"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
