@@ -72,10 +72,11 @@ grep -q 'c10d::ProcessGroupNCCL::ProcessGroupNCCL' < <(nm -C "$dist_obj") \
 say "NCCL branch compiled: $dist_obj constructs c10d::ProcessGroupNCCL"
 
 # Nothing from the system's -dev packages: every header and archive came from .device/.
-sys_headers=$(ninja -C "$build" -t deps | grep -oE '/usr/include/(boost|yaml-cpp|hdf5|nlohmann|gloo|catch2|pcre2|fmt)[^ :]*' \
+# Anchored: .device's own copies live under .device/root/usr/include/... too.
+sys_headers=$(ninja -C "$build" -t deps | grep -oE '^ +/usr/include/(boost|yaml-cpp|hdf5|nlohmann|gloo|catch2|pcre2|fmt)[^ :]*' \
   | sort -u | head -5 || true)
 [ -z "$sys_headers" ] || fail "system headers were used instead of .device's: $sys_headers"
-sys_libs=$(ninja -C "$build" -t commands prism | grep -oE '/usr/lib/x86_64-linux-gnu/lib(yaml-cpp|hdf5|boost|pcre2|sz|aec)[^ ]*' | sort -u || true)
+sys_libs=$(ninja -C "$build" -t commands prism | grep -oE '(^| )/usr/lib/x86_64-linux-gnu/lib(yaml-cpp|hdf5|boost|pcre2|sz|aec)[^ ]*' | sort -u || true)
 [ -z "$sys_libs" ] || fail "system libraries were linked instead of .device's: $sys_libs"
 ldd "$prism" | grep -E 'yaml|hdf5|boost|pcre2|\.device' && fail "prism loads a carried or system -dev library at run time"
 say "only .device's headers and static archives were used; prism loads none of them at run time"
