@@ -216,7 +216,7 @@ TEST_CASE("device check: a failed smoke launch runs memcheck and skips the stage
   CHECK(memcheck_line);
 }
 
-TEST_CASE("device check: the budget holds; stages past it are skipped, never run without a limit", "[scripts][device]") {
+TEST_CASE("device check: the budget holds, stages past it are skipped, never run without a limit", "[scripts][device]") {
   Rehearsal r;
   auto o = r.run_check({{"PRISM_DEVICE_BUDGET_S", "6"}, {"PRISM_DEVICE_INJECT", "env=pass,build=hang"}});
   INFO(o.output);

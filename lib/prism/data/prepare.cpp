@@ -358,16 +358,24 @@ void train_vocabulary(const Corpus& corpus, const PrepareOptions& opt, const std
   }
 }
 
-// Puts the run's vocabulary at `path`: trained on the training documents, or a copy of the given file
-// (GPT-2's by default), checked first so that a missing or damaged file fails naming the fix.
-void stage_vocabulary(const Corpus& corpus, const PrepareOptions& opt, const fs::path& path) {
+// The run's vocabulary: trained on the training documents into `path`, or the given
+// file (GPT-2's by default), which copy_vocabulary puts at `path` once the shards are
+// written (so a full disk fails on a shard first, naming it). Returns the file to read.
+std::string stage_vocabulary(const Corpus& corpus, const PrepareOptions& opt, const fs::path& path) {
   if (opt.train_vocab > 0) {
     train_vocabulary(corpus, opt, path.string());
-    return;
+    return path.string();
   }
-  const std::string given = opt.vocab.empty() ? default_vocab_path() : opt.vocab;
-  Gpt2Tokenizer check(given);
-  fs::copy_file(given, path, fs::copy_options::overwrite_existing);
+  return opt.vocab.empty() ? default_vocab_path() : opt.vocab;
+}
+
+void copy_vocabulary(const std::string& from, const fs::path& to) {
+  if (fs::path(from) == to) return;
+  std::error_code ec;
+  fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
+  if (ec)
+    throw Error(fmt::format("cannot copy the vocabulary beside the shards: {}", ec.message()), to.string(),
+                "free disk space (or choose another --output) and rerun; the previous corpus is unchanged");
 }
 
 // A staging directory inside the output (.prepare-<pid>), removed when done;
@@ -498,8 +506,8 @@ PrepareSummary prepare_corpus(const PrepareOptions& opt) {
   const Stage stage(out_dir);
   // The vocabulary goes with the shards: trained here, or a copy of the file given.
   const fs::path stage_vocab = stage.dir() / "vocab.tiktoken";
-  stage_vocabulary(corpus, opt, stage_vocab);
-  const Gpt2Tokenizer tok(stage_vocab.string());
+  const std::string vocab_source = stage_vocabulary(corpus, opt, stage_vocab);
+  const Gpt2Tokenizer tok(vocab_source);  // checked before any shard: a bad file fails naming the fix
   const std::string name = opt.name.empty() ? out_dir.filename().string() : opt.name;
   ShardAssembler shards(stage.dir(), name.empty() ? "corpus" : name, opt.val_tokens, opt.shard_tokens, tok.vocab_size());
   const int threads = opt.threads > 0 ? opt.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -510,6 +518,7 @@ PrepareSummary prepare_corpus(const PrepareOptions& opt) {
                             progress.tokens, opt.val_tokens),
                 opt.inputs.size() == 1 ? opt.inputs[0] : "the inputs", "lower --val-tokens or give more text");
   shards.finish();
+  copy_vocabulary(vocab_source, stage_vocab);
 
   std::error_code ec;
   std::ofstream(out_dir / kSwapMarker).put('\n');
