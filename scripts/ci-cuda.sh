@@ -73,13 +73,18 @@ say "NCCL branch compiled: $dist_obj constructs c10d::ProcessGroupNCCL"
 
 # Nothing from the system's -dev packages: every header and archive came from .device/.
 # Anchored: .device's own copies live under .device/root/usr/include/... too.
-sys_headers=$(ninja -C "$build" -t deps | grep -oE '^ +/usr/include/(boost|yaml-cpp|hdf5|nlohmann|gloo|catch2|pcre2|fmt)[^ :]*' \
+sys_headers=$(ninja -C "$build" -t deps | grep -oE '^ +/usr/include/(boost|yaml-cpp|hdf5|nlohmann|gloo|catch2|pcre2|fmt|hwy)[^ :]*' \
   | sort -u | head -5 || true)
 [ -z "$sys_headers" ] || fail "system headers were used instead of .device's: $sys_headers"
-sys_libs=$(ninja -C "$build" -t commands prism | grep -oE '(^| )/usr/lib/x86_64-linux-gnu/lib(yaml-cpp|hdf5|boost|pcre2|sz|aec)[^ ]*' | sort -u || true)
+sys_libs=$(ninja -C "$build" -t commands prism | grep -oE '(^| )/usr/lib/x86_64-linux-gnu/lib(yaml-cpp|hdf5|boost|pcre2|sz|aec|hwy)[^ ]*' | sort -u || true)
 [ -z "$sys_libs" ] || fail "system libraries were linked instead of .device's: $sys_libs"
-ldd "$prism" | grep -E 'yaml|hdf5|boost|pcre2|\.device' && fail "prism loads a carried or system -dev library at run time"
-say "only .device's headers and static archives were used; prism loads none of them at run time"
+# At run time: no -dev library at all, and of .device's only libhwy.so.1 (Highway ships no
+# archive), found there through the build tree's RUNPATH, as on the device.
+ldd "$prism" | grep -E 'yaml|hdf5|boost|pcre2|\.device' | grep -vE "^\s*libhwy\.so\.1 => $PWD/\.device/" \
+  && fail "prism loads a carried or system -dev library at run time (only .device's libhwy.so.1 may be)"
+hwy_at=$(ldd "$prism" | awk '$1 == "libhwy.so.1" {print $3}')
+[[ "$hwy_at" == "$PWD/.device/"* ]] || fail "prism should load Highway from .device (as on the device), not '${hwy_at:-nothing}'"
+say "only .device's headers, static archives and libhwy.so.1 were used; prism loads $hwy_at and no other"
 
 # Up to the first GPU call.
 out_tests=$("$tests" "[cuda]" --use-colour no 2>&1) || { echo "$out_tests"; fail "prism_device_tests failed"; }

@@ -13,6 +13,10 @@
 #                               math/distributions/students_t.hpp include (their
 #                               closure under g++, C++17 and C++20), plus boost/config
 #     fmt, nlohmann-json, Catch2 v2, gloo:  headers and CMake configs
+#     Highway (the fused CPU kernel's SIMD): headers, CMake config and libhwy.so.1, the
+#                               one shared library carried (Debian ships no archive; 39 KB,
+#                               needs GLIBC 2.14 / GLIBCXX 3.4.21); prism finds it through
+#                               the build tree's RUNPATH
 #     pkgconf:                  used only when the device has no pkg-config
 #   .device/prism-deps.cmake    `cmake -C .device/prism-deps.cmake ...`: every package's
 #                               location, relative to itself (the tree moves)
@@ -34,7 +38,8 @@ die() { printf '[device-prepare] error: %s\n' "$*" >&2; exit 1; }
 dest=.device
 arch=x86_64-linux-gnu
 packages=(libyaml-cpp-dev libfmt-dev libboost1.74-dev libboost-program-options1.74-dev libhdf5-dev
-          libpcre2-dev zlib1g-dev libaec-dev nlohmann-json3-dev catch2 libgloo-dev pkgconf-bin libpkgconf3)
+          libpcre2-dev zlib1g-dev libaec-dev nlohmann-json3-dev catch2 libgloo-dev pkgconf-bin libpkgconf3
+          libhwy-dev libhwy1)
 command -v apt-get >/dev/null || die "apt-get not found. Fix: run this on a Debian/Ubuntu machine (the one CI runs on)"
 command -v dpkg-deb >/dev/null || die "dpkg-deb not found. Fix: apt-get install dpkg"
 
@@ -63,10 +68,10 @@ copy() {  # copy SRC... into DIR (real files: the carry keeps no links)
 }
 
 # Headers and CMake configs.
-copy "$x/include/yaml-cpp" "$x/include/fmt" "$x/include/nlohmann" "$x/include/catch2" "$x/include/gloo" \
+copy "$x/include/yaml-cpp" "$x/include/fmt" "$x/include/nlohmann" "$x/include/catch2" "$x/include/gloo" "$x/include/hwy" \
      "$x/include/pcre2.h" "$x/include/zlib.h" "$x/include/zconf.h" "$x/include/libaec.h" "$x/include/szlib.h" "$r/include"
 copy "$x/$L/cmake/yaml-cpp" "$x/$L/cmake/fmt" "$x/$L/cmake/Boost-1.74.0" "$x/$L/cmake/boost_headers-1.74.0" \
-     "$x/$L/cmake/boost_program_options-1.74.0" "$x/$L/cmake/BoostDetectToolset-1.74.0.cmake" "$r/$L/cmake"
+     "$x/$L/cmake/boost_program_options-1.74.0" "$x/$L/cmake/BoostDetectToolset-1.74.0.cmake" "$x/$L/cmake/hwy" "$r/$L/cmake"
 copy "$x/share/cmake/nlohmann_json" "$r/share/cmake"
 copy "$x/lib/cmake/Catch2" "$r/lib/cmake"
 # Static archives only.
@@ -80,6 +85,12 @@ sed -i '/_cmake_import_check_files_for_fmt::fmt/d' "$r/$L/cmake/fmt/fmt-targets-
 # Likewise Catch2's prebuilt main (prism has its own: test/catch_main.cpp).
 sed -i '/_cmake_import_check_files_for_Catch2::Catch2WithMain/d' "$r/lib/cmake/Catch2/Catch2Targets-none.cmake"
 rm -f "$r/$L/cmake/boost_program_options-1.74.0/libboost_program_options-variant-shared.cmake"
+# Highway: its runtime (hwy::SupportedTargets, CPUID) is only in libhwy.so. Carried under its
+# SONAME, the name the loader looks for; contrib and test are not carried, nor checked.
+hwy_so=$(cd "$x/$L" && ls libhwy.so.1.* | head -1)
+cp -L "$x/$L/$hwy_so" "$r/$L/libhwy.so.1"
+sed -i -e "s|libhwy\.so\.1\.[0-9.]*\"|libhwy.so.1\"|g" -e '/_cmake_import_check_files_for_hwy::hwy_contrib/d' \
+       -e '/_cmake_import_check_files_for_hwy::hwy_test/d' "$r/$L/cmake/hwy/hwy-config-none.cmake"
 # HDF5 in the folder FindHDF5 is pointed at (HDF5_ROOT): include/ and lib/ as real folders.
 h=$r/$L/hdf5/serial
 mkdir -p "$h/include" "$h/lib"
@@ -142,6 +153,7 @@ set(Boost_DIR "${_l}/cmake/Boost-1.74.0" CACHE PATH "")
 set(Boost_USE_STATIC_LIBS ON CACHE BOOL "")
 set(nlohmann_json_DIR "${_r}/share/cmake/nlohmann_json" CACHE PATH "")
 set(Catch2_DIR "${_r}/lib/cmake/Catch2" CACHE PATH "")
+set(hwy_DIR "${_l}/cmake/hwy" CACHE PATH "")
 set(PRISM_CATCH2_INCLUDE_DIR "${_r}/include" CACHE PATH "")
 set(PRISM_GLOO_INCLUDE_DIR "${_r}/include" CACHE PATH "")
 set(HDF5_ROOT "${_l}/hdf5/serial" CACHE PATH "")
@@ -166,7 +178,7 @@ glibcxx_of() { objdump -T "$1" 2>/dev/null | grep -oE 'GLIBCXX_[0-9.]+' | sort -
     echo "package $(basename "$deb")  sha256 $(sha256sum "$deb" | cut -d' ' -f1)"
   done
   echo "boost-headers $boost_headers (closure of program_options.hpp + students_t.hpp, and boost/config)"
-  for b in "$r/bin/pkgconf" "$r/$L/libpkgconf.so.3"; do
+  for b in "$r/bin/pkgconf" "$r/$L/libpkgconf.so.3" "$r/$L/libhwy.so.1"; do
     echo "needs ${b#$dest/}  $(glibc_of "$b") $(glibcxx_of "$b")"
   done
   (cd "$dest" && find root bin prism-deps.cmake gpt2.tiktoken text -type f | sort | while read -r f; do
@@ -187,7 +199,7 @@ if [ "${1:-}" = "--check" ]; then
   gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
   cmake -C "$dest/prism-deps.cmake" -S . -B "$build" "${gen[@]}" -DPRISM_PYTHON="$py" > "$build.configure.log" 2>&1 \
     || { cat "$build.configure.log"; die "configure failed"; }
-  bad=$(grep -E '^(yaml-cpp_DIR|Boost_DIR|boost_program_options_DIR|nlohmann_json_DIR|Catch2_DIR|fmt_DIR|HDF5_[A-Za-z_]*LIBRARY[A-Za-z_]*|HDF5_[A-Z_]*INCLUDE_DIR|pkgcfg_lib_PCRE2_pcre2-8|PRISM_GLOO_INCLUDE_DIR)(:[A-Z]+)?=' \
+  bad=$(grep -E '^(yaml-cpp_DIR|hwy_DIR|Boost_DIR|boost_program_options_DIR|nlohmann_json_DIR|Catch2_DIR|fmt_DIR|HDF5_[A-Za-z_]*LIBRARY[A-Za-z_]*|HDF5_[A-Z_]*INCLUDE_DIR|pkgcfg_lib_PCRE2_pcre2-8|PRISM_GLOO_INCLUDE_DIR)(:[A-Z]+)?=' \
         "$build/CMakeCache.txt" | grep -v "=$PWD/$dest/" | grep -vE '=$|NOTFOUND' || true)
   [ -z "$bad" ] || { echo "$bad"; die "the configure above took these from outside .device"; }
   grep 'prism:' "$build.configure.log" | sed 's/^/  /'
