@@ -15,7 +15,7 @@
 #include <map>
 
 #include "benches.h"
-#include "prism/attention/backend.h"
+#include "prism/config/attention_backend.h"
 #include "prism/config/model_config.h"
 #include "prism/model/gpt.h"
 #include "prism/model/lm_loss.h"

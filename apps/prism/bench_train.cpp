@@ -20,7 +20,7 @@
 #include "prism/attention/attention.h"
 #include "prism/attention/cpu_code_paths.h"
 #include "prism/error.h"
-#include "prism/model/cost.h"
+#include "prism/schedule/cost.h"
 #include "prism/train/optimizer.h"
 #include "prism/train/step.h"
 #include "support_paths.h"

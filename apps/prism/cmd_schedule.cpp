@@ -9,7 +9,7 @@
 #include "cli.h"
 #include "prism/data/dataset.h"
 #include "prism/error.h"
-#include "prism/model/cost.h"
+#include "prism/schedule/cost.h"
 #include "prism/model/gpt.h"
 #include "prism/schedule/enumerate.h"
 

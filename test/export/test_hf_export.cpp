@@ -10,7 +10,7 @@
 #include <filesystem>
 
 #include "export/hf_support.h"
-#include "prism/data/loader.h"
+#include "prism/train/loader.h"
 #include "prism/data/tokenizer.h"
 #include "prism/export/hf_remote_code.h"
 #include "prism/export/hf_tokenizer.h"

@@ -2,7 +2,7 @@
 #include <torch/torch.h>
 
 #include "prism/error.h"
-#include "prism/model/cost.h"
+#include "prism/schedule/cost.h"
 #include "prism/model/gpt.h"
 
 using namespace prism;

@@ -21,7 +21,7 @@
 #include <map>
 #include <thread>
 
-#include "prism/data/loader.h"
+#include "prism/train/loader.h"
 #include "prism/train/distributed.h"
 #include "support.h"
 

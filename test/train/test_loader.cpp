@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <set>
 
-#include "data_support.h"
-#include "prism/data/loader.h"
+#include "data/data_support.h"
+#include "prism/train/loader.h"
 #include "prism/data/shard.h"
 #include "prism/error.h"
 

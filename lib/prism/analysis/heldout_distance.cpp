@@ -8,7 +8,7 @@
 #include "prism/analysis/measure_distance.h"
 #include "prism/analysis/result_store.h"
 #include "prism/analysis/stats.h"
-#include "prism/data/loader.h"
+#include "prism/train/loader.h"
 #include "prism/error.h"
 #include "prism/store/run_reader.h"
 #include "prism/store/checkpoint_reader.h"

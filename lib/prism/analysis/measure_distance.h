@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "prism/analysis/distance_profile.h"
-#include "prism/attention/backend.h"
-#include "prism/data/loader.h"
+#include "prism/config/attention_backend.h"
+#include "prism/train/loader.h"
 #include "prism/model/gpt.h"
 
 namespace prism {

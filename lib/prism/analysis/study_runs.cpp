@@ -13,7 +13,7 @@
 #include "prism/analysis/run_unigram.h"
 #include "prism/config/config.h"
 #include "prism/error.h"
-#include "prism/model/cost.h"
+#include "prism/schedule/cost.h"
 #include "prism/store/run_reader.h"
 #include "prism/sweep/plan.h"
 #include "prism/sweep/post_trial.h"

@@ -1,4 +1,4 @@
-#include "prism/attention/backend.h"
+#include "prism/config/attention_backend.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

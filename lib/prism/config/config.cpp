@@ -5,7 +5,7 @@
 
 #include <fstream>
 
-#include "prism/attention/backend.h"
+#include "prism/config/attention_backend.h"
 #include "prism/config/compose.h"
 #include "prism/config/schedule_section.h"
 #include "prism/error.h"

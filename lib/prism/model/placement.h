@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "prism/attention/backend.h"
+#include "prism/config/attention_backend.h"
 
 namespace prism {
 

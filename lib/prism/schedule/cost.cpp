@@ -1,4 +1,4 @@
-#include "prism/model/cost.h"
+#include "prism/schedule/cost.h"
 
 namespace prism {
 

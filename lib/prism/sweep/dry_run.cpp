@@ -6,7 +6,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "prism/config/config.h"
-#include "prism/model/cost.h"
+#include "prism/schedule/cost.h"
 #include "prism/sweep/halving.h"
 #include "prism/sweep/sweep.h"
 

@@ -13,7 +13,7 @@
 #include <limits>
 #include <string>
 
-#include "prism/data/loader.h"
+#include "prism/train/loader.h"
 #include "prism/model/gpt.h"
 #include "prism/store/checkpoint_reader.h"
 

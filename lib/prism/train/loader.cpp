@@ -1,4 +1,4 @@
-#include "prism/data/loader.h"
+#include "prism/train/loader.h"
 
 #include <fmt/format.h>
 

@@ -9,9 +9,9 @@
 #include <iostream>
 
 #include "prism/data/dataset.h"
-#include "prism/data/loader.h"
+#include "prism/train/loader.h"
 #include "prism/error.h"
-#include "prism/model/cost.h"
+#include "prism/schedule/cost.h"
 #include "prism/model/gpt.h"
 #include "prism/store/run_store.h"
 #include "prism/atomic_file.h"

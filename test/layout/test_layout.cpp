@@ -1,0 +1,103 @@
+// The folders are the library boundary (lib/CMakeLists.txt): prism_core is the
+// folders named in PRISM_CORE_FOLDERS plus the top-level files, and none of it may
+// include LibTorch, directly or through a prism header from a torch folder.
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kLib = fs::path(PRISM_SOURCE_DIR) / "lib";
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The folders of `set(PRISM_CORE_FOLDERS ...)` in lib/CMakeLists.txt.
+std::set<std::string> core_folders() {
+  const std::string cmake = read_text(kLib / "CMakeLists.txt");
+  std::smatch m;
+  REQUIRE(std::regex_search(cmake, m, std::regex(R"(set\(PRISM_CORE_FOLDERS([^)]*)\))")));
+  std::set<std::string> folders;
+  std::istringstream words(m[1].str());
+  for (std::string w; words >> w;) folders.insert(w);
+  return folders;
+}
+
+// Every file of prism_core: the core folders' files and lib/prism's top-level files.
+std::vector<fs::path> core_files(const std::set<std::string>& folders) {
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(kLib / "prism"))
+    if (e.is_regular_file()) files.push_back(e.path());
+  for (const auto& d : folders)
+    for (const auto& e : fs::recursive_directory_iterator(kLib / "prism" / d))
+      if (e.is_regular_file() && (e.path().extension() == ".h" || e.path().extension() == ".cpp")) files.push_back(e.path());
+  return files;
+}
+
+// What is wrong with one core file's includes ("" when nothing is).
+std::string include_problems(const fs::path& file, const std::set<std::string>& folders) {
+  static const std::regex include_line(R"(^\s*#\s*include\s*([<"])([^>"]+)[>"])");
+  static const std::regex torch_header(R"(^(torch|ATen|c10|caffe2)/)");
+  static const std::regex prism_header(R"(^prism/(([^/]+)/)?[^/]+$)");
+  std::string problems;
+  std::istringstream lines(read_text(file));
+  int number = 0;
+  for (std::string line; std::getline(lines, line);) {
+    ++number;
+    std::smatch m;
+    if (!std::regex_search(line, m, include_line)) continue;
+    const std::string header = m[2].str();
+    std::smatch p;
+    if (std::regex_search(header, torch_header))
+      problems += fmt::format("{}:{}: includes LibTorch ({})\n", file.string(), number, header);
+    else if (std::regex_match(header, p, prism_header) && p[2].matched && !folders.count(p[2].str()))
+      problems += fmt::format("{}:{}: includes {} from {}/, a LibTorch folder\n", file.string(), number, header, p[2].str());
+  }
+  return problems;
+}
+
+}  // namespace
+
+TEST_CASE("prism_core's folders include no LibTorch and no header of a LibTorch folder", "[layout]") {
+  const std::set<std::string> folders = core_folders();
+  CHECK(folders == std::set<std::string>{"config", "schedule", "data"});
+  const std::vector<fs::path> files = core_files(folders);
+  REQUIRE(files.size() > 20);
+  std::string problems;
+  for (const auto& f : files) problems += include_problems(f, folders);
+  INFO("Fix: move the file to a LibTorch folder (model/ attention/ train/ ...), or the torch-free "
+       "part it needs into a core folder");
+  CHECK(problems == "");
+}
+
+TEST_CASE("the layout check finds a torch include and a torch-folder include", "[layout]") {
+  const fs::path dir = fs::temp_directory_path() / fmt::format("prism-layout-{}", ::getpid());
+  fs::create_directories(dir);
+  const fs::path bad = dir / "bad.cpp";
+  {
+    std::ofstream out(bad);
+    out << "#include \"prism/error.h\"\n#include \"prism/data/shard.h\"\n"
+           "#include <torch/torch.h>\n#include \"prism/model/gpt.h\"\n";
+  }
+  const std::string problems = include_problems(bad, {"config", "schedule", "data"});
+  fs::remove_all(dir);
+  CHECK(problems.find(":3: includes LibTorch (torch/torch.h)") != std::string::npos);
+  CHECK(problems.find(":4: includes prism/model/gpt.h from model/") != std::string::npos);
+  CHECK(problems.find(":1:") == std::string::npos);
+  CHECK(problems.find(":2:") == std::string::npos);
+}
