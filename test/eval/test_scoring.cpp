@@ -156,7 +156,7 @@ TEST_CASE("scoring: acc picks the first maximum, acc_norm divides by the answer'
   CHECK_THROWS_AS(accuracy({{{-1.0}, {1, 2}, 0}}), Error);
   CHECK_THROWS_AS(accuracy({{{-1.0, -2.0}, {1, 2}, 0, {1}}}), Error);
   // Without byte lengths there is no acc_bytes.
-  Accuracy plain = accuracy({{{-1.0, -2.0}, {1, 2}, 0}});
+  Accuracy plain = accuracy({{{-1.0, -2.0}, {1, 2}, 0, {}}});
   CHECK(std::isnan(plain.acc_bytes));
   CHECK(plain.pred_bytes.empty());
 }
