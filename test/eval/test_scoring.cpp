@@ -153,7 +153,7 @@ TEST_CASE("scoring: acc picks the first maximum, acc_norm divides by the answer'
   CHECK(a.acc_bytes == Approx(2.0 / 4));
   // stderr = sample sd / sqrt(n): hits {0,1,0,0}: sd sqrt(1/4), / sqrt(4).
   CHECK(a.acc_stderr == Approx(std::sqrt(0.25) / 2.0));
-  CHECK_THROWS_AS(accuracy({{{-1.0}, {1, 2}, 0}}), Error);
+  CHECK_THROWS_AS(accuracy({{{-1.0}, {1, 2}, 0, {}}}), Error);
   CHECK_THROWS_AS(accuracy({{{-1.0, -2.0}, {1, 2}, 0, {1}}}), Error);
   // Without byte lengths there is no acc_bytes.
   Accuracy plain = accuracy({{{-1.0, -2.0}, {1, 2}, 0, {}}});

@@ -24,6 +24,7 @@
 #include "prism/train/loader.h"
 #include "prism/train/distributed.h"
 #include "support.h"
+#include "train/run_compare.h"
 
 using namespace prism::test;
 namespace fs = std::filesystem;
@@ -58,12 +59,6 @@ struct Fixture {
   }
 };
 
-nlohmann::json read_run(const std::string& h5) {
-  auto r = run_reference("read_run.py", h5);
-  INFO(r.output);
-  REQUIRE(r.exit_code == 0);
-  return nlohmann::json::parse(r.output);
-}
 
 int free_port() {
   int s = socket(AF_INET, SOCK_STREAM, 0);
@@ -143,33 +138,8 @@ void wait_all(std::vector<Rank>& ranks, double seconds = 300) {
   }
 }
 
-std::vector<double> column(const nlohmann::json& run, const std::string& key) {
-  return run["datasets"][key].get<std::vector<double>>();
-}
 
-void check_close(const std::vector<double>& a, const std::vector<double>& b, double tol, const std::string& what) {
-  INFO(what);
-  REQUIRE(a.size() == b.size());
-  for (size_t i = 0; i < a.size(); ++i) {
-    INFO("row " << i << ": " << a[i] << " vs " << b[i]);
-    CHECK(std::abs(a[i] - b[i]) <= tol);
-  }
-}
 
-// The curves two runs must share: train loss and grad norm, validation loss,
-// attention distance per layer.
-void check_same_run(const nlohmann::json& one, const nlohmann::json& two) {
-  CHECK(one["datasets"]["train/step"] == two["datasets"]["train/step"]);
-  CHECK(one["datasets"]["train/tokens"] == two["datasets"]["train/tokens"]);
-  check_close(column(one, "train/loss"), column(two, "train/loss"), 1e-5, "train/loss");
-  check_close(column(one, "train/grad_norm"), column(two, "train/grad_norm"), 1e-4, "train/grad_norm");
-  check_close(column(one, "train/lr"), column(two, "train/lr"), 1e-12, "train/lr");
-  check_close(column(one, "val/loss"), column(two, "val/loss"), 1e-5, "val/loss");
-  auto d1 = one["datasets"]["attention/distance"].get<std::vector<std::vector<double>>>();
-  auto d2 = two["datasets"]["attention/distance"].get<std::vector<std::vector<double>>>();
-  REQUIRE(d1.size() == d2.size());
-  for (size_t k = 0; k < d1.size(); ++k) check_close(d1[k], d2[k], 1e-4, "attention/distance");
-}
 
 bool skip_without_distributed() {
   if (prism::distributed_available()) return false;

@@ -28,10 +28,13 @@ void check_qkv(const torch::Tensor& q, const torch::Tensor& k, const torch::Tens
                 where, "cast q, k and v to one dtype");
 }
 
-kernels::AttentionForwardParams forward_params(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                                               const torch::Tensor& out, const torch::Tensor& lse,
-                                               const torch::Tensor& distance, double scale, const std::string& where) {
-  kernels::AttentionForwardParams p;
+namespace {
+
+// The fields forward and backward parameters share: q, k, v, out, their strides, the
+// shape, the scale and the dtype.
+template <typename Params>
+void fill_qkvo(Params& p, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+               const torch::Tensor& out, double scale, const std::string& where) {
   p.q = q.data_ptr();
   p.k = k.data_ptr();
   p.v = v.data_ptr();
@@ -40,14 +43,25 @@ kernels::AttentionForwardParams forward_params(const torch::Tensor& q, const tor
   p.k_stride = strides_of(k);
   p.v_stride = strides_of(v);
   p.o_stride = strides_of(out);
-  p.lse = lse.data_ptr<float>();
-  p.distance = distance.defined() ? distance.data_ptr<float>() : nullptr;
   p.batch = q.size(0);
   p.seq_len = q.size(1);
   p.heads = q.size(2);
   p.head_dim = q.size(3);
   p.scale = static_cast<float>(scale);
   p.dtype = kernel_dtype(q.scalar_type(), where);
+}
+
+float* float_ptr_or_null(const torch::Tensor& t) { return t.defined() ? t.data_ptr<float>() : nullptr; }
+
+}  // namespace
+
+kernels::AttentionForwardParams forward_params(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                               const torch::Tensor& out, const torch::Tensor& lse,
+                                               const torch::Tensor& distance, double scale, const std::string& where) {
+  kernels::AttentionForwardParams p;
+  fill_qkvo(p, q, k, v, out, scale, where);
+  p.lse = lse.data_ptr<float>();
+  p.distance = float_ptr_or_null(distance);
   return p;
 }
 
@@ -59,31 +73,18 @@ kernels::AttentionBackwardParams backward_params(const torch::Tensor& q, const t
                                                  const torch::Tensor& dq_accum, double scale,
                                                  const std::string& where) {
   kernels::AttentionBackwardParams p;
-  p.q = q.data_ptr();
-  p.k = k.data_ptr();
-  p.v = v.data_ptr();
-  p.o = out.data_ptr();
+  fill_qkvo(p, q, k, v, out, scale, where);
   p.dout = dout.data_ptr();
   p.dq = dq.data_ptr();
   p.dk = dk.data_ptr();
   p.dv = dv.data_ptr();
-  p.q_stride = strides_of(q);
-  p.k_stride = strides_of(k);
-  p.v_stride = strides_of(v);
-  p.o_stride = strides_of(out);
   p.dout_stride = strides_of(dout);
   p.dq_stride = strides_of(dq);
   p.dk_stride = strides_of(dk);
   p.dv_stride = strides_of(dv);
   p.lse = lse.data_ptr<float>();
-  p.delta = delta.defined() ? delta.data_ptr<float>() : nullptr;
-  p.dq_accum = dq_accum.defined() ? dq_accum.data_ptr<float>() : nullptr;
-  p.batch = q.size(0);
-  p.seq_len = q.size(1);
-  p.heads = q.size(2);
-  p.head_dim = q.size(3);
-  p.scale = static_cast<float>(scale);
-  p.dtype = kernel_dtype(q.scalar_type(), where);
+  p.delta = float_ptr_or_null(delta);
+  p.dq_accum = float_ptr_or_null(dq_accum);
   return p;
 }
 
