@@ -1,6 +1,7 @@
 # prism_device_lib: what prism-device-bench and prism_device_tests need and no more:
 # the kernels (CPU + CUDA), lib/prism/attention with the CUDA binding, the GPT model
-# with its LM-head loss, and what those need (error, model_config, head schedules).
+# with its LM-head loss, and what those need (error, model_config, attention back-end
+# names, head schedules).
 # LibTorch alone: fmt header-only from LibTorch's bundled copy; no yaml-cpp, HDF5,
 # Boost or PCRE2. Both builds define it:
 #   PRISM_DEVICE_MINIMAL   it is the build (cmake/PrismDeviceMinimal.cmake)
@@ -16,6 +17,7 @@ set(_src ${CMAKE_CURRENT_LIST_DIR}/..)
 set(PRISM_DEVICE_SOURCES
   ${_src}/lib/prism/error.cpp
   ${_src}/lib/prism/config/model_config.cpp
+  ${_src}/lib/prism/config/attention_backend.cpp
   ${_src}/lib/prism/schedule/head_schedule.cpp
   ${_src}/lib/prism/schedule/rules.cpp
   ${_src}/lib/prism/model/gpt.cpp
