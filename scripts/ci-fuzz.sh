@@ -41,13 +41,14 @@ mkdir -p "$build/fuzz-findings"
 leaks_of() { if [ "$1" = run_h5 ]; then echo 0; else echo 1; fi; }
 
 # Whether a finding's report stops first in HDF5's own code: the first stack frame of the
-# report that is not the sanitizer's interceptor lies in libhdf5. Debian's HDF5 1.10 does not
+# report (a sanitizer's, or a timeout's) that is not the sanitizer's or libFuzzer's own, or
+# libc's signal frame, lies in libhdf5. Debian's HDF5 1.10 does not
 # check what it reads from a global heap (where variable-length strings live, unchecksummed),
 # so a damaged run.h5 can crash inside it (fuzz/README.md, Findings): recorded, with its
 # input, but not a failure of Prism's code.
 in_hdf5() {
-  awk '/ERROR: (AddressSanitizer|UndefinedBehaviorSanitizer)|runtime error:/ {on = 1; next}
-       on && /^ *#[0-9]+ / && !/__interceptor_|__asan|__sanitizer|__ubsan|_sanitizer_common/ {
+  awk '/ERROR: (AddressSanitizer|UndefinedBehaviorSanitizer|libFuzzer: timeout)|runtime error:/ {on = 1; next}
+       on && /^ *#[0-9]+ / && !/__interceptor_|__asan|__sanitizer|__ubsan|_sanitizer_common|fuzzer::|\/libc\.so/ {
          exit ($0 ~ /libhdf5/) ? 0 : 1 }
        END { if (!on) exit 1 }' "$1"
 }
@@ -83,7 +84,7 @@ for h in "${harnesses[@]}"; do
   runs=$(grep -oE 'stat::number_of_executed_units: [0-9]+' "$log" | grep -oE '[0-9]+$' || echo "?")
   cov=$(grep -E '^#[0-9]+[[:space:]]+(DONE|INITED|pulse|NEW|REDUCE)' "$log" | tail -n1 | grep -oE 'cov: [0-9]+ ft: [0-9]+' || echo "cov: ? ft: ?")
   if [ $rc -ne 0 ] && [ "$h" = run_h5 ] && in_hdf5 "$log"; then
-    where=$(grep -m1 -oE 'ERROR: [A-Za-z]+: [a-z-]+' "$log" || echo "a report")
+    where=$(grep -m1 -oE 'ERROR: [A-Za-z]+: [a-z-]+' "$log" | sed 's/^ERROR: //' || echo "a report")
     say "$h: HDF5's own crash on a damaged file after $runs runs ($cov): $where in $(grep -m1 -oE ' in H5[A-Za-z0-9_]+' "$log" | sed 's/ in //' || echo HDF5), not Prism's code (fuzz/README.md); input and log in $build/fuzz-findings/"
   elif [ $rc -ne 0 ]; then
     failed+=("$h")
