@@ -54,6 +54,7 @@ in_hdf5() {
 }
 
 failed=()
+hdf5=()  # harnesses stopped by a finding inside HDF5 (in_hdf5)
 # The committed inputs first, each run once: a regression shows here by name.
 for h in "${harnesses[@]}"; do
   shopt -s nullglob
@@ -85,6 +86,7 @@ for h in "${harnesses[@]}"; do
   cov=$(grep -E '^#[0-9]+[[:space:]]+(DONE|INITED|pulse|NEW|REDUCE)' "$log" | tail -n1 | grep -oE 'cov: [0-9]+ ft: [0-9]+' || echo "cov: ? ft: ?")
   if [ $rc -ne 0 ] && [ "$h" = run_h5 ] && in_hdf5 "$log"; then
     where=$(grep -m1 -oE 'ERROR: [A-Za-z]+: [a-z-]+' "$log" | sed 's/^ERROR: //' || echo "a report")
+    hdf5+=("$h")
     say "$h: HDF5's own crash on a damaged file after $runs runs ($cov): $where in $(grep -m1 -oE ' in H5[A-Za-z0-9_]+' "$log" | sed 's/ in //' || echo HDF5), not Prism's code (fuzz/README.md); input and log in $build/fuzz-findings/"
   elif [ $rc -ne 0 ]; then
     failed+=("$h")
@@ -99,4 +101,6 @@ if ((${#failed[@]})); then
   say "findings in: ${failed[*]} (inputs in $build/fuzz-findings/), $wall. Fix: reproduce with $build/fuzz/prism_fuzz_NAME FILE"
   exit 1
 fi
-say "all ${#harnesses[@]} harnesses clean, $wall"
+early=""
+((${#hdf5[@]})) && early=" (stopped early by a finding inside HDF5: ${hdf5[*]})"
+say "all ${#harnesses[@]} harnesses clean of findings in Prism's code$early, $wall"
