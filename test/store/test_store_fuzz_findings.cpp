@@ -81,3 +81,63 @@ TEST_CASE("a safetensors __metadata__ that is not a map of strings is refused by
   CHECK_THAT(outcome(dir.file("list.safetensors")),
              Catch::StartsWith("error: ") && Catch::Contains("__metadata__ is not a map of strings"));
 }
+
+TEST_CASE("safetensors shapes and data offsets that are not non-negative integers are refused by name", "[store][fuzz]") {
+  // Found by prism_fuzz_safetensors (UBSan float-cast-overflow): "data_offsets":
+  // [1, 1844674407370955161524] is a float to nlohmann::json, and converting it to uint64_t
+  // was undefined behaviour.
+  auto outcome = [](const std::string& path) -> std::string {
+    try {
+      prism::load_safetensors(path);
+      return "loaded";
+    } catch (const prism::Error& e) {
+      return std::string("error: ") + e.what();
+    }
+  };
+  CHECK_THAT(outcome(source_path("fuzz/corpus/safetensors/ubsan-float-data-offset.safetensors")),
+             Catch::StartsWith("error: ") && Catch::Contains("tensor 'i64': data_offsets holds") &&
+                 Catch::Contains("not a non-negative 64-bit integer") && Catch::Contains("Fix:"));
+  TempDir dir("prism-store");
+  auto file_with = [&](const std::string& entry) {
+    const std::string header = R"({"t":)" + entry + "}";
+    std::string file(8, '\0');
+    for (int i = 0; i < 8; ++i) file[i] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+    file += header + std::string(16, '\0');
+    const std::string path = dir.file("t.safetensors");
+    write_file(path, file);
+    return path;
+  };
+  CHECK_THAT(outcome(file_with(R"({"dtype":"F32","shape":[2.5],"data_offsets":[0,8]})")),
+             Catch::Contains("shape holds 2.5"));
+  CHECK_THAT(outcome(file_with(R"({"dtype":"F32","shape":[-2],"data_offsets":[0,8]})")),
+             Catch::Contains("shape holds -2"));
+  CHECK_THAT(outcome(file_with(R"({"dtype":"F32","shape":[18446744073709551615],"data_offsets":[0,8]})")),
+             Catch::Contains("shape holds 18446744073709551615"));
+  CHECK_THAT(outcome(file_with(R"({"dtype":"F32","shape":2,"data_offsets":[0,8]})")),
+             Catch::Contains("shape is not a list"));
+  // The same entry with integers loads.
+  CHECK(outcome(file_with(R"({"dtype":"F32","shape":[2],"data_offsets":[0,8]})")) == "loaded");
+}
+
+TEST_CASE("a safetensors shape too large for its data is refused before any allocation", "[store][fuzz]") {
+  TempDir dir("prism-store");
+  auto load = [&](const std::string& entry) -> std::string {
+    const std::string header = R"({"t":)" + entry + "}";
+    std::string file(8, '\0');
+    for (int i = 0; i < 8; ++i) file[i] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+    file += header + std::string(16, '\0');
+    write_file(dir.file("t.safetensors"), file);
+    try {
+      prism::load_safetensors(dir.file("t.safetensors"));
+      return "loaded";
+    } catch (const prism::Error& e) {
+      return std::string("error: ") + e.what();
+    }
+  };
+  // 2^40 x 2^40 floats (4 * 2^80 bytes: the product overflows) and 2^40 floats (4 TiB): a
+  // clear error, not an attempt to allocate.
+  CHECK_THAT(load(R"({"dtype":"F32","shape":[1099511627776,1099511627776],"data_offsets":[0,8]})"),
+             Catch::Contains("tensor 't' has data offsets outside the file"));
+  CHECK_THAT(load(R"({"dtype":"F32","shape":[1099511627776],"data_offsets":[0,8]})"),
+             Catch::Contains("tensor 't' has data offsets outside the file"));
+}

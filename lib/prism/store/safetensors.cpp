@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -108,14 +109,38 @@ Safetensors load_safetensors(const std::string& path) {
       }
       continue;
     }
+    // shape and data_offsets: lists of non-negative integers. nlohmann would convert a number
+    // such as 1.8e21 or -1 to an integer type without complaint (a float out of range is
+    // undefined behaviour), so each entry is checked first.
+    // (Parameters, not captures: C++17 lambdas cannot capture structured bindings.)
+    auto counts = [&corrupt](const nlohmann::ordered_json& entry, const std::string& tensor, const char* key) {
+      const auto& list = entry.at(key);
+      if (!list.is_array()) throw corrupt(fmt::format("tensor '{}': {} is not a list", tensor, key));
+      std::vector<int64_t> out;
+      for (const auto& x : list) {
+        if (!x.is_number_unsigned() || x.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+          throw corrupt(fmt::format("tensor '{}': {} holds {}, not a non-negative 64-bit integer", tensor, key, x.dump()));
+        out.push_back(static_cast<int64_t>(x.get<uint64_t>()));
+      }
+      return out;
+    };
     try {
       auto type = dtype_of(v.at("dtype").get<std::string>(), path);
-      auto shape = v.at("shape").get<std::vector<int64_t>>();
-      auto off = v.at("data_offsets").get<std::vector<uint64_t>>();
-      auto t = torch::empty(shape, torch::dtype(type));
-      uint64_t bytes = static_cast<uint64_t>(t.numel()) * t.element_size();
-      if (off.size() != 2 || off[1] < off[0] || off[1] > data_size || off[1] - off[0] != bytes)
+      auto shape = counts(v, name, "shape");
+      std::vector<uint64_t> off;
+      for (int64_t o : counts(v, name, "data_offsets")) off.push_back(static_cast<uint64_t>(o));
+      // The tensor's bytes from its shape, before allocating it (a damaged shape must not
+      // ask for terabytes); an overflow cannot match the offsets of a file that exists.
+      uint64_t bytes = c10::elementSize(type);
+      bool overflow = false;
+      for (int64_t d : shape) {
+        const auto n = static_cast<uint64_t>(d);
+        if (n != 0 && bytes > UINT64_MAX / n) overflow = true;
+        bytes *= n;
+      }
+      if (overflow || off.size() != 2 || off[1] < off[0] || off[1] > data_size || off[1] - off[0] != bytes)
         throw corrupt(fmt::format("tensor '{}' has data offsets outside the file", name));
+      auto t = torch::empty(shape, torch::dtype(type));
       if (bytes > 0) std::memcpy(t.data_ptr(), data.data() + off[0], bytes);  // an empty tensor has no data pointer
       st.tensors.emplace_back(name, t);
     } catch (const nlohmann::json::exception& e) {
