@@ -5,6 +5,7 @@
 # files. Fails on any finding (crash, sanitizer report, leak, timeout, out-of-memory).
 #   scripts/ci-fuzz.sh                  each harness 20 s (CI's smoke)
 #   PRISM_FUZZ_SECONDS=1800 scripts/ci-fuzz.sh config shard   longer, chosen harnesses
+#   PRISM_FUZZ_SEED=0 ...               a random libFuzzer seed (default 1: CI's runs repeat)
 # Only the `fuzzers` target is built (the harnesses compile the reader sources they
 # need; prism_lib is not built), in the `sanitize` preset's build-sanitize/
 # (PRISM_SANITIZE_BUILD_DIR). Seeds with a real checkpoint and run.h5 come from a
@@ -17,6 +18,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${PRISM_SANITIZE_BUILD_DIR:-build-sanitize}
 seconds=${PRISM_FUZZ_SECONDS:-20}
+# libFuzzer's random seed: fixed for CI, so that a run on one commit explores the same inputs
+# in the same order (a faster machine only goes further along them) and a finding reproduces;
+# PRISM_FUZZ_SEED=0 lets libFuzzer pick one (longer campaigns).
+fuzz_seed=${PRISM_FUZZ_SEED:-1}
 prism=${PRISM_BINARY:-build/apps/prism/prism}
 all=(config shard safetensors tiktoken tokenizer tasks run_h5)
 harnesses=("$@")
@@ -74,7 +79,7 @@ done
 for h in "${harnesses[@]}"; do
   corpus="$build/fuzz-corpus/$h"
   mkdir -p "$corpus"
-  args=(-max_total_time="$seconds" -timeout=20 -rss_limit_mb=4096 -print_final_stats=1
+  args=(-max_total_time="$seconds" -seed="$fuzz_seed" -timeout=20 -rss_limit_mb=4096 -print_final_stats=1
         -artifact_prefix="$build/fuzz-findings/$h-")
   [ -f "fuzz/dict/$h.dict" ] && args+=(-dict="fuzz/dict/$h.dict")
   log="$build/fuzz-findings/$h.log"

@@ -1,8 +1,11 @@
 // RunReader: reads a run while its writer is live, result groups written by
 // RunStore::write_group, and says clearly what is wrong with other files.
+#include <H5Cpp.h>
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <functional>
+#include <vector>
 
 #include "prism/error.h"
 #include "prism/store/run_reader.h"
@@ -116,4 +119,64 @@ TEST_CASE("RunReader: a missing or foreign file is a clear error", "[store][read
   prism::test::write_file(dir.file("text.h5"), "not hdf5");
   CHECK_THROWS_WITH(RunReader(dir.file("text.h5")), Catch::Contains("not an HDF5 file"));
   CHECK(find_run_store(dir.path()).empty());
+}
+
+namespace {
+
+// Replaces dataset `name` of the run.h5 at `h5` with a zero-filled one of shape `dims`.
+void replace_dataset(const std::string& h5, const std::string& name, std::vector<hsize_t> dims) {
+  H5::H5File f(h5, H5F_ACC_RDWR);
+  f.unlink(name);
+  H5::DataSpace space(static_cast<int>(dims.size()), dims.data());
+  H5::DataSet ds = f.createDataSet(name, H5::PredType::NATIVE_DOUBLE, space);
+  hsize_t n = 1;
+  for (hsize_t d : dims) n *= d;
+  std::vector<double> zeros(n, 0.0);
+  if (n > 0) ds.write(zeros.data(), H5::PredType::NATIVE_DOUBLE);
+}
+
+std::string read_error(const std::function<void()>& read) {
+  try {
+    read();
+    return "read";
+  } catch (const prism::Error& e) {
+    return e.what();
+  }
+}
+
+}  // namespace
+
+TEST_CASE("RunReader: columns cut short, extra values per row and ranks above 2 in another tool's file",
+          "[store][reader][fuzz]") {
+  // Found by prism_fuzz_run_h5 (UBSan: a vector indexed past its end): a /train column
+  // shorter than /train/step was read row by row up to step's length.
+  TempDir dir("prism-reader");
+  const std::string h5 = dir.file("run.h5");
+  {
+    RunStore store = RunStore::create(h5, RunAttributes{"model: {d_model: 64}", {2, 4}, 7, "test"});
+    for (int64_t s = 1; s <= 5; ++s) store.append_train({s, 100 * s, 10.0 - double(s), 1e-3, 0.5, 0.1 * double(s)});
+    for (int64_t s = 1; s <= 4; ++s) store.append_attention(s, {{1.0, 2.0}, {3.0, 4.0, 5.0, 6.0}});
+    store.set_status("completed");
+    store.close();
+  }
+  replace_dataset(h5, "train/loss", {3});                      // 3 of 5 rows
+  replace_dataset(h5, "attention/layer_00/distance", {2, 2});  // 2 of 4 rows
+  {
+    RunReader r(h5);
+    auto train = r.train();
+    REQUIRE(train.size() == 3);  // the rows every column has
+    CHECK(train[2].step == 3);
+    CHECK(train[2].loss == 0.0);
+    auto att = r.attention();
+    CHECK(att.step == std::vector<int64_t>{1, 2});
+    REQUIRE(att.per_head.size() == 2);
+    CHECK(att.per_head[1][1] == std::vector<double>{3.0, 4.0, 5.0, 6.0});
+  }
+  replace_dataset(h5, "train/lr", {5, 2});                        // two values per row
+  replace_dataset(h5, "attention/layer_01/distance", {4, 4, 2});  // rank 3
+  RunReader r(h5);
+  CHECK_THAT(read_error([&] { r.train(); }),
+             Catch::Contains("cannot read /train") && Catch::Contains("train/lr holds 2 values per row"));
+  CHECK_THAT(read_error([&] { r.attention(); }),
+             Catch::Contains("cannot read /attention") && Catch::Contains("has rank 3"));
 }

@@ -3,6 +3,8 @@
 #include <H5Cpp.h>
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <filesystem>
 #include <thread>
@@ -37,31 +39,48 @@ H5::FileAccPropList read_plist() {
   return fapl;
 }
 
-// The number of complete rows of a series: len(<group>/step).
-hsize_t rows(const H5::H5File& file, const std::string& group) {
-  H5::DataSet step = file.openDataSet(group + "/step");
-  hsize_t dims[2] = {0, 0};
-  step.getSpace().getSimpleExtentDims(dims);
-  return dims[0];
+// A series column's extent {rows, width}: 1-D (width 1) or rows x width. Any other rank is
+// refused before HDF5 writes the dimensions (a rank-3 dataset would overrun the array).
+std::array<hsize_t, 2> extent(const H5::DataSet& ds, const std::string& name) {
+  H5::DataSpace space = ds.getSpace();
+  const int rank = space.getSimpleExtentNdims();
+  if (rank != 1 && rank != 2)
+    throw H5::DataSetIException("read", fmt::format("{} has rank {}; a series column has rank 1 or 2", name, rank));
+  hsize_t dims[2] = {0, 1};
+  space.getSimpleExtentDims(dims);
+  return {dims[0], dims[1]};
 }
 
-// The first n rows of a 1-D or k x width dataset.
+// The number of rows a series claims: len(<group>/step).
+hsize_t rows(const H5::H5File& file, const std::string& group) {
+  return extent(file.openDataSet(group + "/step"), group + "/step")[0];
+}
+
+// The first n rows (at most) of a 1-D or rows x width dataset.
 template <class T>
 std::vector<T> read_rows(const H5::H5File& file, const std::string& name, hsize_t n, const H5::PredType& type,
                          hsize_t* width = nullptr) {
   H5::DataSet ds = file.openDataSet(name);
   H5::DataSpace space = ds.getSpace();
   const int rank = space.getSimpleExtentNdims();
-  hsize_t dims[2] = {0, 1};
-  space.getSimpleExtentDims(dims);
-  if (rank == 1) dims[1] = 1;
+  const auto dims = extent(ds, name);
   n = std::min(n, dims[0]);
   if (width) *width = dims[1];
   std::vector<T> out(n * dims[1]);
-  if (n == 0) return out;
+  if (out.empty()) return out;
   hsize_t start[2] = {0, 0}, count[2] = {n, dims[1]};
   space.selectHyperslab(H5S_SELECT_SET, count, start);
   ds.read(out.data(), type, H5::DataSpace(rank, count), space);
+  return out;
+}
+
+// The first n rows (at most) of a one-value-per-row column (1-D, or rows x 1).
+template <class T>
+std::vector<T> read_column(const H5::H5File& file, const std::string& name, hsize_t n, const H5::PredType& type) {
+  hsize_t width = 1;
+  auto out = read_rows<T>(file, name, n, type, &width);
+  if (width != 1)
+    throw H5::DataSetIException("read", fmt::format("{} holds {} values per row; a series column holds one", name, width));
   return out;
 }
 
@@ -132,13 +151,14 @@ std::vector<TrainRow> RunReader::train() const {
   try {
     const H5::H5File& f = *impl_->file;
     const hsize_t n = rows(f, "train");
-    auto step = read_rows<int64_t>(f, "train/step", n, H5::PredType::NATIVE_INT64);
-    auto tokens = read_rows<int64_t>(f, "train/tokens", n, H5::PredType::NATIVE_INT64);
-    auto loss = read_rows<double>(f, "train/loss", n, H5::PredType::NATIVE_DOUBLE);
-    auto lr = read_rows<double>(f, "train/lr", n, H5::PredType::NATIVE_DOUBLE);
-    auto grad = read_rows<double>(f, "train/grad_norm", n, H5::PredType::NATIVE_DOUBLE);
-    auto time = read_rows<double>(f, "train/time_s", n, H5::PredType::NATIVE_DOUBLE);
-    std::vector<TrainRow> out(step.size());
+    auto step = read_column<int64_t>(f, "train/step", n, H5::PredType::NATIVE_INT64);
+    auto tokens = read_column<int64_t>(f, "train/tokens", n, H5::PredType::NATIVE_INT64);
+    auto loss = read_column<double>(f, "train/loss", n, H5::PredType::NATIVE_DOUBLE);
+    auto lr = read_column<double>(f, "train/lr", n, H5::PredType::NATIVE_DOUBLE);
+    auto grad = read_column<double>(f, "train/grad_norm", n, H5::PredType::NATIVE_DOUBLE);
+    auto time = read_column<double>(f, "train/time_s", n, H5::PredType::NATIVE_DOUBLE);
+    // The rows every column has (a column cut short, e.g. by a writer killed mid-append).
+    std::vector<TrainRow> out(std::min({step.size(), tokens.size(), loss.size(), lr.size(), grad.size(), time.size()}));
     for (size_t i = 0; i < out.size(); ++i) out[i] = {step[i], tokens[i], loss[i], lr[i], grad[i], time[i]};
     return out;
   } catch (const H5::Exception& e) {
@@ -151,13 +171,13 @@ std::vector<ValRow> RunReader::val() const {
   try {
     const H5::H5File& f = *impl_->file;
     const hsize_t n = rows(f, "val");
-    auto step = read_rows<int64_t>(f, "val/step", n, H5::PredType::NATIVE_INT64);
-    auto tokens = read_rows<int64_t>(f, "val/tokens", n, H5::PredType::NATIVE_INT64);
-    auto loss = read_rows<double>(f, "val/loss", n, H5::PredType::NATIVE_DOUBLE);
+    auto step = read_column<int64_t>(f, "val/step", n, H5::PredType::NATIVE_INT64);
+    auto tokens = read_column<int64_t>(f, "val/tokens", n, H5::PredType::NATIVE_INT64);
+    auto loss = read_column<double>(f, "val/loss", n, H5::PredType::NATIVE_DOUBLE);
     // Files written before /val/loss_se existed have none: NaN.
-    auto se = f.nameExists("val/loss_se") ? read_rows<double>(f, "val/loss_se", n, H5::PredType::NATIVE_DOUBLE)
+    auto se = f.nameExists("val/loss_se") ? read_column<double>(f, "val/loss_se", n, H5::PredType::NATIVE_DOUBLE)
                                           : std::vector<double>();
-    std::vector<ValRow> out(step.size());
+    std::vector<ValRow> out(std::min({step.size(), tokens.size(), loss.size()}));
     for (size_t i = 0; i < out.size(); ++i) {
       out[i] = {step[i], tokens[i], loss[i]};
       if (i < se.size()) out[i].loss_se = se[i];
@@ -174,17 +194,23 @@ AttentionSeries RunReader::attention() const {
     const H5::H5File& f = *impl_->file;
     const hsize_t n = rows(f, "attention");
     AttentionSeries s;
-    s.step = read_rows<int64_t>(f, "attention/step", n, H5::PredType::NATIVE_INT64);
+    s.step = read_column<int64_t>(f, "attention/step", n, H5::PredType::NATIVE_INT64);
     const auto& heads = impl_->attrs.heads;
-    s.per_head.assign(s.step.size(), std::vector<std::vector<double>>(heads.size()));
+    // Every layer first: the series keeps the rows that all of them have.
+    std::vector<std::vector<double>> layers(heads.size());
+    std::vector<hsize_t> widths(heads.size(), 0);
+    size_t complete = s.step.size();
     for (size_t l = 0; l < heads.size(); ++l) {
-      hsize_t width = 0;
-      auto v = read_rows<double>(f, fmt::format("attention/layer_{:02d}/distance", l), n, H5::PredType::NATIVE_DOUBLE,
-                                 &width);
-      for (size_t r = 0; r < s.step.size(); ++r)
-        s.per_head[r][l].assign(v.begin() + static_cast<std::ptrdiff_t>(r * width),
-                                v.begin() + static_cast<std::ptrdiff_t>((r + 1) * width));
+      layers[l] = read_rows<double>(f, fmt::format("attention/layer_{:02d}/distance", l), n,
+                                    H5::PredType::NATIVE_DOUBLE, &widths[l]);
+      complete = std::min<size_t>(complete, widths[l] == 0 ? 0 : layers[l].size() / widths[l]);
     }
+    s.step.resize(complete);
+    s.per_head.assign(complete, std::vector<std::vector<double>>(heads.size()));
+    for (size_t l = 0; l < heads.size(); ++l)
+      for (size_t r = 0; r < complete; ++r)
+        s.per_head[r][l].assign(layers[l].begin() + static_cast<std::ptrdiff_t>(r * widths[l]),
+                                layers[l].begin() + static_cast<std::ptrdiff_t>((r + 1) * widths[l]));
     return s;
   } catch (const H5::Exception& e) {
     throw Error(fmt::format("cannot read /attention: {}", hdf5::detail(e)), path_, kReadFix);

@@ -146,9 +146,18 @@ void create_schema(H5::H5File& file, const std::vector<int>& heads) {
   file.createGroup("eval");
 }
 
+// The dimensions of a series column into dims[2], its rank checked first (HDF5 writes as
+// many dimensions as the dataset has; a damaged file could claim more than two).
+void column_dims(const H5::DataSpace& space, hsize_t dims[2]) {
+  const int rank = space.getSimpleExtentNdims();
+  if (rank != 1 && rank != 2)
+    throw H5::DataSetIException("column_dims", fmt::format("a series column of rank {} (1 or 2 expected)", rank));
+  space.getSimpleExtentDims(dims);
+}
+
 hsize_t row_count(const H5::DataSet& ds) {
   hsize_t dims[2] = {0, 0};
-  ds.getSpace().getSimpleExtentDims(dims);
+  column_dims(ds.getSpace(), dims);
   return dims[0];
 }
 
@@ -157,7 +166,7 @@ void write_row(H5::DataSet& ds, hsize_t row, const void* data, const H5::PredTyp
   H5::DataSpace space = ds.getSpace();
   int rank = space.getSimpleExtentNdims();
   hsize_t dims[2] = {0, 1};
-  space.getSimpleExtentDims(dims);
+  column_dims(space, dims);
   dims[0] = row + 1;  // also trims a column that a failed append left one row longer
   ds.extend(dims);
   H5::DataSpace file_space = ds.getSpace();
@@ -424,7 +433,7 @@ void truncate_group(const std::string& path, H5::H5File& file, const std::string
   for (const auto& name : columns) {
     H5::DataSet ds = file.openDataSet(group + "/" + name);
     hsize_t dims[2] = {0, 1};
-    ds.getSpace().getSimpleExtentDims(dims);
+    column_dims(ds.getSpace(), dims);
     if (dims[0] < keep)
       throw Error(fmt::format("/{}/{} is shorter than /{}/step", group, name, group), path,
                   "the file was not written by RunStore; start a new run directory");
