@@ -9,6 +9,30 @@
 
 using namespace prism::test;
 
+namespace {
+
+// What load_safetensors makes of a file: "loaded", or "error: " and the message.
+std::string load_outcome(const std::string& path) {
+  try {
+    prism::load_safetensors(path);
+    return "loaded";
+  } catch (const prism::Error& e) {
+    return std::string("error: ") + e.what();
+  }
+}
+
+// A safetensors file at dir/name whose JSON header is `header`, followed by `data_bytes` zeros.
+std::string safetensors_with(const TempDir& dir, const std::string& name, const std::string& header,
+                             size_t data_bytes = 0) {
+  std::string file(8, '\0');
+  for (int i = 0; i < 8; ++i) file[i] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+  file += header + std::string(data_bytes, '\0');
+  write_file(dir.file(name), file);
+  return dir.file(name);
+}
+
+}  // namespace
+
 TEST_CASE("a run.h5 with damaged metadata is refused, not retried without end", "[store][fuzz]") {
   // Found by prism_fuzz_run_h5 (a timeout): a block whose checksum fails made HDF5's
   // SWMR reader retry it 100 times, doubling its sleep each time, so opening this
@@ -60,25 +84,12 @@ TEST_CASE("a safetensors file with an empty tensor loads and saves again", "[sto
 TEST_CASE("a safetensors __metadata__ that is not a map of strings is refused by name", "[store][fuzz]") {
   // Found by prism_fuzz_safetensors: {"__metadata__": {"ndata_offsets": [116, 124]}, ...} let
   // nlohmann::json's type_error escape load_safetensors.
-  auto outcome = [](const std::string& path) -> std::string {
-    try {
-      prism::load_safetensors(path);
-      return "loaded";
-    } catch (const prism::Error& e) {
-      return std::string("error: ") + e.what();
-    }
-  };
-  CHECK_THAT(outcome(source_path("fuzz/corpus/safetensors/crash-metadata-not-string.safetensors")),
+  CHECK_THAT(load_outcome(source_path("fuzz/corpus/safetensors/crash-metadata-not-string.safetensors")),
              Catch::StartsWith("error: ") && Catch::Contains("__metadata__ entry") &&
                  Catch::Contains("is not a string") && Catch::Contains("Fix:"));
   // __metadata__ itself not a map.
   TempDir dir("prism-store");
-  const std::string header = R"({"__metadata__":[1,2]})";
-  std::string file(8, '\0');
-  for (int i = 0; i < 8; ++i) file[i] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
-  file += header;
-  write_file(dir.file("list.safetensors"), file);
-  CHECK_THAT(outcome(dir.file("list.safetensors")),
+  CHECK_THAT(load_outcome(safetensors_with(dir, "list.safetensors", R"({"__metadata__":[1,2]})")),
              Catch::StartsWith("error: ") && Catch::Contains("__metadata__ is not a map of strings"));
 }
 
@@ -86,53 +97,29 @@ TEST_CASE("safetensors shapes and data offsets that are not non-negative integer
   // Found by prism_fuzz_safetensors (UBSan float-cast-overflow): "data_offsets":
   // [1, 1844674407370955161524] is a float to nlohmann::json, and converting it to uint64_t
   // was undefined behaviour.
-  auto outcome = [](const std::string& path) -> std::string {
-    try {
-      prism::load_safetensors(path);
-      return "loaded";
-    } catch (const prism::Error& e) {
-      return std::string("error: ") + e.what();
-    }
-  };
-  CHECK_THAT(outcome(source_path("fuzz/corpus/safetensors/ubsan-float-data-offset.safetensors")),
+  CHECK_THAT(load_outcome(source_path("fuzz/corpus/safetensors/ubsan-float-data-offset.safetensors")),
              Catch::StartsWith("error: ") && Catch::Contains("tensor 'i64': data_offsets holds") &&
                  Catch::Contains("not a non-negative 64-bit integer") && Catch::Contains("Fix:"));
   TempDir dir("prism-store");
   auto file_with = [&](const std::string& entry) {
-    const std::string header = R"({"t":)" + entry + "}";
-    std::string file(8, '\0');
-    for (int i = 0; i < 8; ++i) file[i] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
-    file += header + std::string(16, '\0');
-    const std::string path = dir.file("t.safetensors");
-    write_file(path, file);
-    return path;
+    return safetensors_with(dir, "t.safetensors", R"({"t":)" + entry + "}", 16);
   };
-  CHECK_THAT(outcome(file_with(R"({"dtype":"F32","shape":[2.5],"data_offsets":[0,8]})")),
+  CHECK_THAT(load_outcome(file_with(R"({"dtype":"F32","shape":[2.5],"data_offsets":[0,8]})")),
              Catch::Contains("shape holds 2.5"));
-  CHECK_THAT(outcome(file_with(R"({"dtype":"F32","shape":[-2],"data_offsets":[0,8]})")),
+  CHECK_THAT(load_outcome(file_with(R"({"dtype":"F32","shape":[-2],"data_offsets":[0,8]})")),
              Catch::Contains("shape holds -2"));
-  CHECK_THAT(outcome(file_with(R"({"dtype":"F32","shape":[18446744073709551615],"data_offsets":[0,8]})")),
+  CHECK_THAT(load_outcome(file_with(R"({"dtype":"F32","shape":[18446744073709551615],"data_offsets":[0,8]})")),
              Catch::Contains("shape holds 18446744073709551615"));
-  CHECK_THAT(outcome(file_with(R"({"dtype":"F32","shape":2,"data_offsets":[0,8]})")),
+  CHECK_THAT(load_outcome(file_with(R"({"dtype":"F32","shape":2,"data_offsets":[0,8]})")),
              Catch::Contains("shape is not a list"));
   // The same entry with integers loads.
-  CHECK(outcome(file_with(R"({"dtype":"F32","shape":[2],"data_offsets":[0,8]})")) == "loaded");
+  CHECK(load_outcome(file_with(R"({"dtype":"F32","shape":[2],"data_offsets":[0,8]})")) == "loaded");
 }
 
 TEST_CASE("a safetensors shape too large for its data is refused before any allocation", "[store][fuzz]") {
   TempDir dir("prism-store");
-  auto load = [&](const std::string& entry) -> std::string {
-    const std::string header = R"({"t":)" + entry + "}";
-    std::string file(8, '\0');
-    for (int i = 0; i < 8; ++i) file[i] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
-    file += header + std::string(16, '\0');
-    write_file(dir.file("t.safetensors"), file);
-    try {
-      prism::load_safetensors(dir.file("t.safetensors"));
-      return "loaded";
-    } catch (const prism::Error& e) {
-      return std::string("error: ") + e.what();
-    }
+  auto load = [&](const std::string& entry) {
+    return load_outcome(safetensors_with(dir, "t.safetensors", R"({"t":)" + entry + "}", 16));
   };
   // 2^40 x 2^40 floats (4 * 2^80 bytes: the product overflows) and 2^40 floats (4 TiB): a
   // clear error, not an attempt to allocate.
