@@ -180,3 +180,31 @@ TEST_CASE("RunReader: columns cut short, extra values per row and ranks above 2 
   CHECK_THAT(read_error([&] { r.attention(); }),
              Catch::Contains("cannot read /attention") && Catch::Contains("has rank 3"));
 }
+
+TEST_CASE("RunReader: a column that claims far more rows than it stores is refused, not read into memory",
+          "[store][reader][fuzz]") {
+  // Found by prism_fuzz_run_h5 (out-of-memory): a /train column whose extent claims 10^8 rows
+  // of unwritten chunks was read as fill values into memory sized by the claim.
+  TempDir dir("prism-reader");
+  const std::string h5 = dir.file("run.h5");
+  {
+    RunStore store = RunStore::create(h5, RunAttributes{"model: {d_model: 64}", {2, 4}, 7, "test"});
+    for (int64_t s = 1; s <= 5; ++s) store.append_train({s, 100 * s, 10.0 - double(s), 1e-3, 0.5, 0.1 * double(s)});
+    store.set_status("completed");
+    store.close();
+  }
+  {
+    H5::H5File f(h5, H5F_ACC_RDWR);
+    for (const char* name : {"train/step", "train/loss"}) {
+      f.unlink(name);
+      hsize_t dims[1] = {100000000}, chunk[1] = {1024};
+      H5::DSetCreatPropList plist;
+      plist.setChunk(1, chunk);
+      f.createDataSet(name, H5::PredType::NATIVE_INT64, H5::DataSpace(1, dims), plist);  // nothing written
+    }
+  }
+  RunReader r(h5);
+  CHECK_THAT(read_error([&] { r.train(); }),
+             Catch::Contains("cannot read /train") && Catch::Contains("claims 100000000 rows") &&
+                 Catch::Contains("its extent is damaged"));
+}

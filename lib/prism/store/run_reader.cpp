@@ -66,6 +66,13 @@ std::vector<T> read_rows(const H5::H5File& file, const std::string& name, hsize_
   const auto dims = extent(ds, name);
   n = std::min(n, dims[0]);
   if (width) *width = dims[1];
+  // Rows the file claims but does not store (an extent far beyond the dataset's allocated
+  // storage: damaged, or never written) would be read as fill values into memory sized by
+  // the claim. Compressed data stores less than it holds, hence the generous factor.
+  const double claimed = double(n) * double(dims[1]) * double(sizeof(T));
+  if (claimed > 64.0 * double(ds.getStorageSize()) + double(1 << 20))
+    throw H5::DataSetIException("read", fmt::format("{} claims {} rows of {} values but stores {} bytes: its extent is damaged",
+                                                    name, n, dims[1], ds.getStorageSize()));
   std::vector<T> out(n * dims[1]);
   if (out.empty()) return out;
   hsize_t start[2] = {0, 0}, count[2] = {n, dims[1]};
