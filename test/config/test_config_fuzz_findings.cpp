@@ -44,3 +44,13 @@ TEST_CASE("a group option whose name the file system refuses is an unknown optio
   write_file(plain, "defaults:\n  - " + std::string(300, 'y') + "\n");
   CHECK_THAT(compose_outcome(plain), Catch::StartsWith("error: ") && Catch::Contains("names no file"));
 }
+
+TEST_CASE("a YAML complex key (a mapping used as a key) is refused by name, not an internal error", "[config][fuzz]") {
+  // Found by prism_fuzz_config: `? staircase: [...]` under schedule: made yaml-cpp's
+  // BadConversion escape the unknown-key check.
+  TempDir dir("prism-config");
+  const std::string found = dir.file("main.yaml");
+  write_file(found, read_file(source_path("fuzz/corpus/config/crash-complex-key.yaml")));
+  CHECK_THAT(compose_outcome(found), Catch::StartsWith("error: ") && Catch::Contains("is a mapping, not a name") &&
+                                         Catch::Contains("Fix: write each key as a plain name"));
+}

@@ -79,7 +79,10 @@ YAML::Node ConfigNode::raw(const std::string& key) {
 void ConfigNode::finish(const std::vector<std::string>& known_extra) const {
   if (!node_ || !node_.IsMap()) return;
   for (const auto& kv : node_) {
-    std::string k = kv.first.as<std::string>();
+    if (!kv.first.IsScalar())  // YAML's complex keys ("? {a: 1}: ..."): no config key is one
+      throw Error(fmt::format("a key of '{}' is {}, not a name", key_path(""), describe_yaml(kv.first)), where(""),
+                  "write each key as a plain name");
+    std::string k = kv.first.Scalar();
     if (read_.count(k)) continue;
     bool extra = false;
     for (const auto& e : known_extra) extra = extra || e == k;
