@@ -144,6 +144,15 @@ std::string read_error(const std::function<void()>& read) {
   }
 }
 
+// A completed run at `h5`: 5 training rows and `attention_rows` rows of distances (heads 2, 4).
+void write_completed_run(const std::string& h5, int64_t attention_rows) {
+  RunStore store = RunStore::create(h5, RunAttributes{"model: {d_model: 64}", {2, 4}, 7, "test"});
+  for (int64_t s = 1; s <= 5; ++s) store.append_train({s, 100 * s, 10.0 - double(s), 1e-3, 0.5, 0.1 * double(s)});
+  for (int64_t s = 1; s <= attention_rows; ++s) store.append_attention(s, {{1.0, 2.0}, {3.0, 4.0, 5.0, 6.0}});
+  store.set_status("completed");
+  store.close();
+}
+
 }  // namespace
 
 TEST_CASE("RunReader: columns cut short, extra values per row and ranks above 2 in another tool's file",
@@ -152,13 +161,7 @@ TEST_CASE("RunReader: columns cut short, extra values per row and ranks above 2 
   // shorter than /train/step was read row by row up to step's length.
   TempDir dir("prism-reader");
   const std::string h5 = dir.file("run.h5");
-  {
-    RunStore store = RunStore::create(h5, RunAttributes{"model: {d_model: 64}", {2, 4}, 7, "test"});
-    for (int64_t s = 1; s <= 5; ++s) store.append_train({s, 100 * s, 10.0 - double(s), 1e-3, 0.5, 0.1 * double(s)});
-    for (int64_t s = 1; s <= 4; ++s) store.append_attention(s, {{1.0, 2.0}, {3.0, 4.0, 5.0, 6.0}});
-    store.set_status("completed");
-    store.close();
-  }
+  write_completed_run(h5, 4);
   replace_dataset(h5, "train/loss", {3});                      // 3 of 5 rows
   replace_dataset(h5, "attention/layer_00/distance", {2, 2});  // 2 of 4 rows
   {
@@ -187,12 +190,7 @@ TEST_CASE("RunReader: a column that claims far more rows than it stores is refus
   // of unwritten chunks was read as fill values into memory sized by the claim.
   TempDir dir("prism-reader");
   const std::string h5 = dir.file("run.h5");
-  {
-    RunStore store = RunStore::create(h5, RunAttributes{"model: {d_model: 64}", {2, 4}, 7, "test"});
-    for (int64_t s = 1; s <= 5; ++s) store.append_train({s, 100 * s, 10.0 - double(s), 1e-3, 0.5, 0.1 * double(s)});
-    store.set_status("completed");
-    store.close();
-  }
+  write_completed_run(h5, 0);
   {
     H5::H5File f(h5, H5F_ACC_RDWR);
     for (const char* name : {"train/step", "train/loss"}) {
