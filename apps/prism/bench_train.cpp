@@ -21,6 +21,7 @@
 #include "prism/attention/cpu_code_paths.h"
 #include "prism/error.h"
 #include "prism/schedule/cost.h"
+#include "prism/train/op_profile.h"
 #include "prism/train/optimizer.h"
 #include "prism/train/step.h"
 #include "support_paths.h"
@@ -39,18 +40,41 @@ double now_s(bool cpu_clock) {
   return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
 }
 
-// Peak matmul throughput measured here: square n x n matmuls, best of a few,
-// on the clock the steps are timed with.
-double matmul_peak_flops(torch::ScalarType dtype, bool cpu_clock, int64_t n = 2048) {
-  auto a = torch::randn({n, n}).to(dtype), b = torch::randn({n, n}).to(dtype);
-  for (int i = 0; i < 2; ++i) torch::mm(a, b);
-  double best = 0;
-  for (int r = 0; r < 5; ++r) {
-    const double t = now_s(cpu_clock);
-    torch::mm(a, b);
-    best = std::max(best, 2.0 * n * n * n / (now_s(cpu_clock) - t));
+// Peak matmul throughput measured here: square n x n matmuls on the clock the
+// steps are timed with. One measurement taken under contention is not a peak, so
+// rounds are taken before the timed steps and between them, and the peak is the
+// best round.
+class PeakMeter {
+ public:
+  PeakMeter(torch::ScalarType dtype, bool cpu_clock, int64_t n = 2048)
+      : a_(torch::randn({n, n}).to(dtype)), b_(torch::randn({n, n}).to(dtype)), n_(n), cpu_clock_(cpu_clock) {
+    torch::mm(a_, b_);  // warm: first-touch pages, oneDNN's kernel selection
   }
-  return best;
+  void round(int matmuls = 1) {
+    for (int i = 0; i < matmuls; ++i) {
+      const double t = now_s(cpu_clock_);
+      torch::mm(a_, b_);
+      best_ = std::max(best_, 2.0 * static_cast<double>(n_ * n_ * n_) / (now_s(cpu_clock_) - t));
+      ++rounds_;
+    }
+  }
+  double best() const { return best_; }
+  int rounds() const { return rounds_; }
+  int64_t n() const { return n_; }
+
+ private:
+  torch::Tensor a_, b_;
+  int64_t n_;
+  bool cpu_clock_;
+  double best_ = 0;
+  int rounds_ = 0;
+};
+
+// MFU as a percentage, or a flag when it is above 100%: the peak was measured
+// too low (contention during every round), which is a measurement problem.
+std::string mfu_text(double tokens_per_s, double flops_per_token, double peak) {
+  const double mfu = 100.0 * tokens_per_s * flops_per_token / peak;
+  return mfu > 100.0 ? std::string("n/a (>100%)") : fmt::format("{:.1f}%", mfu);
 }
 
 struct Measured {
@@ -108,6 +132,7 @@ struct Trainee {
 struct PairResult {
   Measured uniform, prism;
   double ratio = 0;  // Prism / uniform tokens/s: median over steps of the paired time ratios
+  OpProfileResult uniform_profile, prism_profile;
 };
 
 // Uniform and Prism take turns step by step (warm-up, then timed), so load
@@ -115,7 +140,7 @@ struct PairResult {
 // under the same conditions.
 PairResult time_pair(const ModelConfig& mc, const HeadSchedule& uniform, const HeadSchedule& prism,
                      const std::string& backend, bool bf16, int64_t B, int64_t T, int steps, int warmup,
-                     bool cpu_clock, const std::string& profile) {
+                     bool cpu_clock, const std::string& profile, PeakMeter& peak, int profile_steps) {
   Trainee u(mc, uniform, backend, bf16, B, T), p(mc, prism, backend, bf16, B, T);
   Progress progress(fmt::format("{} Prism C++ {} and {}, steps taking turns", bf16 ? "bf16" : "fp32",
                                 uniform.compact(), prism.compact()));
@@ -137,7 +162,20 @@ PairResult time_pair(const ModelConfig& mc, const HeadSchedule& uniform, const H
     tu.push_back(t1 - t0);
     tp.push_back(t2 - t1);
     ratios.push_back((t1 - t0) / (t2 - t1));
+    if (i % 2 == 1) peak.round();  // peak rounds interleaved with the steps, outside their timing
     progress.step("timed", i + 1, steps);
+  }
+  prof.reset();
+  // Profiled steps come after the timed ones: the profiler's hooks cost time.
+  if (profile_steps > 0) {
+    OpProfiler pu;
+    for (int i = 0; i < profile_steps; ++i) u.step();
+    r.uniform_profile = pu.stop();
+    r.uniform_profile.steps = profile_steps;
+    OpProfiler pp;
+    for (int i = 0; i < profile_steps; ++i) p.step();
+    r.prism_profile = pp.stop();
+    r.prism_profile.steps = profile_steps;
   }
   auto sum = [](const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0); };
   r.uniform.tokens_per_s = static_cast<double>(B * T * steps) / sum(tu);
@@ -146,15 +184,21 @@ PairResult time_pair(const ModelConfig& mc, const HeadSchedule& uniform, const H
   return r;
 }
 
-Measured time_pytorch(const std::string& python, const ModelConfig& mc, const HeadSchedule& s, bool bf16, int64_t B,
-                      int64_t T, int steps, int warmup) {
+struct Reference {
+  Measured m;
+  double compile_s = 0;
+  int warmup_steps = 0;
+};
+
+Reference time_pytorch(const std::string& python, const ModelConfig& mc, const HeadSchedule& s, bool bf16, int64_t B,
+                       int64_t T, int steps, int warmup, bool compiled) {
   std::string cmd = fmt::format(
       "'{}' '{}/test/reference/train_reference.py' --d-model {} --heads {} --vocab {} --block {} --batch {} --seq {} "
-      "--steps {} --warmup {} --dtype {} --threads {} 2>&1",
+      "--steps {} --warmup {} --dtype {} --threads {}{} 2>&1",
       python, reference_source_dir(), mc.d_model, fmt::join(s.heads(), ","), mc.vocab_size, mc.block_size, B, T, steps,
-      warmup, bf16 ? "bf16" : "fp32", torch::get_num_threads());
-  std::cerr << fmt::format("bench train: {} PyTorch eager reference loop ({} + {} steps) ...\n", bf16 ? "bf16" : "fp32",
-                           warmup, steps)
+      warmup, bf16 ? "bf16" : "fp32", torch::get_num_threads(), compiled ? " --compile" : "");
+  std::cerr << fmt::format("bench train: {} PyTorch {} reference loop ({}{} + {} steps) ...\n", bf16 ? "bf16" : "fp32",
+                           compiled ? "torch.compile" : "eager", compiled ? "compilation, at least " : "", warmup, steps)
             << std::flush;
   FILE* p = popen(cmd.c_str(), "r");
   std::string out;
@@ -166,18 +210,27 @@ Measured time_pytorch(const std::string& python, const ModelConfig& mc, const He
   if (rc != 0 || brace == std::string::npos)
     throw Error("the PyTorch reference loop failed: " + out, cmd, "check that the venv has torch (scripts/setup.sh), or pass --no-reference");
   auto j = nlohmann::json::parse(out.substr(brace));
-  return {j["tokens_per_s"].get<double>(), j["loss"].get<double>()};
+  Reference r;
+  r.m = {j["tokens_per_s"].get<double>(), j["loss"].get<double>()};
+  r.compile_s = j.value("compile_s", 0.0);
+  r.warmup_steps = j.value("warmup_steps", warmup);
+  return r;
 }
 
 const char* kUsage =
     "[options]\n\n"
     "Times full training steps (forward, backward, clip, AdamW) on random tokens for the\n"
-    "uniform and a Prism schedule, and the same uniform model in a PyTorch eager loop\n"
-    "(test/reference/train_reference.py) with the same dtype and threads. Prints tokens/s,\n"
-    "ratios, and MFU against the matmul peak measured in the same run.\n\n"
+    "uniform and a Prism schedule, and the same uniform model as nanoGPT runs it in PyTorch\n"
+    "(test/reference/train_reference.py: eager, and with --compare compiled under\n"
+    "torch.compile, compilation timed apart) with the same dtype and threads. Prints tokens/s,\n"
+    "ratios, and MFU against the matmul peak measured in the same run (best of rounds taken\n"
+    "between the timed steps; an MFU above 100% is flagged, not printed as a result).\n\n"
     "--dtype auto (the default) runs fp32, and bf16 where the CPU multiplies bf16 natively\n"
     "(AVX512-BF16): elsewhere LibTorch's bf16 matmuls take a fallback far slower than fp32,\n"
     "and one line says it was skipped. --dtype bf16 or both runs bf16 anyway.\n"
+    "--profile-summary then profiles a few more steps of each arm and prints where the step's\n"
+    "time goes: matmuls, attention, casts, norms/activations, loss, optimizer, zeroing, ...\n"
+    "and the top operations by self time.\n"
     "Progress goes to stderr every ~10 s.";
 
 // The attention back end `backend` resolves to for this model's head dims and
@@ -201,6 +254,7 @@ int run(const std::vector<std::string>& args) {
     po::options_description o("Options");
     o.add_options()
         ("model", po::value<std::string>()->default_value("cpu-256"), "model preset")
+        ("vocab", po::value<int64_t>()->default_value(0), "vocabulary size (0: the preset's; 4096: the CPU study's compact vocabulary)")
         ("heads", po::value<std::string>(), "Prism schedule (default: the first enumerated wide-to-narrow staircase)")
         ("batch", po::value<int64_t>()->default_value(8), "micro-batch B")
         ("seq", po::value<int64_t>()->default_value(256), "sequence length T")
@@ -209,7 +263,10 @@ int run(const std::vector<std::string>& args) {
         ("dtype", po::value<std::string>()->default_value("auto"), "auto | fp32 | bf16 | both (auto: bf16 only with native bf16)")
         ("backend", po::value<std::string>()->default_value("auto"), "attention back end")
         ("threads", po::value<int>()->default_value(0), "intra-op threads (0: all cores)")
-        ("no-reference", po::bool_switch(), "skip the PyTorch reference loop")
+        ("compare", po::value<std::string>()->default_value("eager"),
+         "PyTorch reference loops to time: eager | compiled (torch.compile) | both | none")
+        ("no-reference", po::bool_switch(), "same as --compare none")
+        ("profile-summary", po::bool_switch(), "profile a few more steps per dtype and arm and print where the time goes")
         ("profile", po::value<std::string>(), "write a Chrome trace of the timed steps (uniform and Prism) to this file")
         ("clock", po::value<std::string>()->default_value("wall"),
          "wall, or cpu (process CPU time: steadier on a shared machine with --threads 1)")
@@ -218,9 +275,15 @@ int run(const std::vector<std::string>& args) {
     po::variables_map vm;
     if (!parse("bench train", kUsage, o, pos, args, vm)) return 0;
     ModelConfig mc = model_preset(vm["model"].as<std::string>());
+    if (const int64_t v = vm["vocab"].as<int64_t>(); v != 0) {
+      if (v < 2) throw Error(fmt::format("--vocab {} is too small", v), "prism bench train", "give at least 2, or 0 for the preset's");
+      mc.vocab_size = v;
+    }
     const int64_t B = vm["batch"].as<int64_t>(), T = vm["seq"].as<int64_t>();
     if (T > mc.block_size) throw Error(fmt::format("--seq {} exceeds the model's block size {}", T, mc.block_size), "prism bench train", "lower --seq");
     const int steps = vm["steps"].as<int>(), warmup = vm["warmup"].as<int>();
+    if (steps < 1 || warmup < 0)
+      throw Error("--steps must be at least 1 and --warmup at least 0", "prism bench train", "e.g. --steps 20 --warmup 3");
     int threads = vm["threads"].as<int>();
     torch::set_num_threads(threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency()));
     HeadSchedule uniform = HeadSchedule::uniform(mc.n_layer, mc.n_head);
@@ -237,6 +300,11 @@ int run(const std::vector<std::string>& args) {
     if (dt == "fp32" || dt == "both" || dt == "auto") dtypes.push_back(false);
     if (dt == "bf16" || dt == "both" || (dt == "auto" && attention::cpu_has_native_bf16())) dtypes.push_back(true);
     if (dtypes.empty()) throw Error("unknown --dtype " + dt, "prism bench train", "use auto, fp32, bf16 or both");
+    const std::string compare = vm["no-reference"].as<bool>() ? "none" : vm["compare"].as<std::string>();
+    if (compare != "eager" && compare != "compiled" && compare != "both" && compare != "none")
+      throw Error("unknown --compare " + compare, "prism bench train", "use eager, compiled, both or none");
+    const bool with_eager = compare == "eager" || compare == "both", with_compiled = compare == "compiled" || compare == "both";
+    const int profile_steps = vm["profile-summary"].as<bool>() ? std::min(steps, 5) : 0;
 
     const double flops_per_token = model_cost(mc, uniform, static_cast<int>(T)).train_flops_per_token;
     std::cout << "prism bench train: training steps (forward + backward + clip + AdamW), random tokens\n";
@@ -253,37 +321,57 @@ int run(const std::vector<std::string>& args) {
       std::cout << "bf16: skipped: this CPU has no native bf16 (AVX512-BF16), so LibTorch's bf16 matmuls would run "
                    "a fallback far slower than fp32; --dtype bf16 runs it anyway\n";
     std::cout << fmt::format("training FLOPs per token (6N + attention, as nanoGPT counts): {:.3f} GFLOP\n\n", flops_per_token / 1e9);
-    std::cout << fmt::format("{:<5} {:<34} {:>10} {:>11} {:>11} {:>12}\n", "dtype", "run", "tokens/s", "vs PyTorch",
-                             "vs uniform", "MFU");
+    std::cout << fmt::format("{:<5} {:<36} {:>10} {:>9} {:>11} {:>11} {:>12}\n", "dtype", "run", "tokens/s", "vs eager",
+                             "vs compiled", "vs uniform", "MFU");
+    std::vector<std::string> profiles, notes;
     for (bool bf16 : dtypes) {
-      const double peak = matmul_peak_flops(bf16 ? torch::kBFloat16 : torch::kFloat, cpu_clock);
       const char* name = bf16 ? "bf16" : "fp32";
-      Measured ref;
-      if (!vm["no-reference"].as<bool>()) {
-        ref = time_pytorch(vm["python"].as<std::string>(), mc, uniform, bf16, B, T, steps, warmup);
-        std::cout << fmt::format("{:<5} {:<34} {:>10.0f} {:>11} {:>11} {:>11.1f}%\n", name, "PyTorch eager, uniform",
-                                 ref.tokens_per_s, "1.00x", "", 100.0 * ref.tokens_per_s * flops_per_token / peak);
+      PeakMeter peak(bf16 ? torch::kBFloat16 : torch::kFloat, cpu_clock);
+      peak.round(3);
+      Reference eager, compiled;
+      if (with_eager) eager = time_pytorch(vm["python"].as<std::string>(), mc, uniform, bf16, B, T, steps, warmup, false);
+      peak.round();
+      if (with_compiled) {
+        compiled = time_pytorch(vm["python"].as<std::string>(), mc, uniform, bf16, B, T, steps, warmup, true);
+        notes.push_back(fmt::format("{}: torch.compile took {:.1f} s beyond {} ordinary steps ({} warm-up steps until compiled)",
+                                    name, compiled.compile_s, compiled.warmup_steps, compiled.warmup_steps));
       }
+      peak.round();
       const auto pair = time_pair(mc, uniform, prism, backend, bf16, B, T, steps, warmup, cpu_clock,
-                                  vm.count("profile") ? vm["profile"].as<std::string>() + (bf16 ? ".bf16.json" : ".fp32.json") : "");
-      const Measured &u = pair.uniform, &p = pair.prism;
-      auto vs_ref = [&](double v) { return ref.tokens_per_s > 0 ? fmt::format("{:.2f}x", v / ref.tokens_per_s) : std::string("-"); };
-      std::cout << fmt::format("{:<5} {:<34} {:>10.0f} {:>11} {:>11} {:>11.1f}%\n", name, "Prism C++, uniform " + uniform.compact(),
-                               u.tokens_per_s, vs_ref(u.tokens_per_s), "1.00x", 100.0 * u.tokens_per_s * flops_per_token / peak);
-      std::cout << fmt::format("{:<5} {:<34} {:>10.0f} {:>11} {:>10.3f}x {:>11.1f}%\n", name, "Prism C++, " + prism.compact(),
-                               p.tokens_per_s, vs_ref(p.tokens_per_s), pair.ratio,
-                               100.0 * p.tokens_per_s * flops_per_token / peak);
-      std::cout << fmt::format("{:<5} matmul peak measured here: {:.1f} GFLOP/s (2048^3 {} mm)\n\n", "", peak / 1e9, name);
+                                  vm.count("profile") ? vm["profile"].as<std::string>() + (bf16 ? ".bf16.json" : ".fp32.json") : "",
+                                  peak, profile_steps);
+      peak.round();
+      const double pk = peak.best();
+      auto vs = [](const Reference& r, double v) {
+        return r.m.tokens_per_s > 0 ? fmt::format("{:.2f}x", v / r.m.tokens_per_s) : std::string("-");
+      };
+      auto row = [&](const std::string& run, double tps, const std::string& vs_u) {
+        std::cout << fmt::format("{:<5} {:<36} {:>10.0f} {:>9} {:>11} {:>11} {:>12}\n", name, run, tps, vs(eager, tps),
+                                 vs(compiled, tps), vs_u, mfu_text(tps, flops_per_token, pk));
+      };
+      if (with_eager) row("PyTorch eager, uniform", eager.m.tokens_per_s, "");
+      if (with_compiled) row("PyTorch torch.compile, uniform", compiled.m.tokens_per_s, "");
+      row("Prism C++, uniform " + uniform.compact(), pair.uniform.tokens_per_s, "1.00x");
+      row("Prism C++, " + prism.compact(), pair.prism.tokens_per_s, fmt::format("{:.3f}x", pair.ratio));
+      std::cout << fmt::format("{:<5} matmul peak measured here: {:.1f} GFLOP/s ({}^3 {} mm, best of {} rounds between the runs and steps)\n\n",
+                               "", pk / 1e9, peak.n(), name, peak.rounds());
+      if (profile_steps > 0) {
+        profiles.push_back(pair.uniform_profile.format(fmt::format("{} Prism C++, uniform {}", name, uniform.compact())));
+        profiles.push_back(pair.prism_profile.format(fmt::format("{} Prism C++, {}", name, prism.compact())));
+      }
     }
+    for (const auto& n : notes) std::cout << n << "\n";
     std::cout << fmt::format("Prism and uniform steps take turns; vs uniform is the median over the {} timed steps of the "
                              "paired {} time ratios.\n",
                              steps, cpu_clock ? "process-CPU" : "wall-clock");
-    std::cout << "MFU = tokens/s x training FLOPs per token / measured matmul peak of the same dtype.\n";
+    std::cout << "MFU = tokens/s x training FLOPs per token / measured matmul peak of the same dtype; above 100% it is "
+                 "flagged as n/a: the peak rounds were slowed (contention), not a result.\n";
+    for (const auto& p : profiles) std::cout << "\n" << p;
     return 0;
   });
 }
 
-const BenchRegistration reg{{"train", "training tokens/s vs a PyTorch eager loop; Prism vs uniform; MFU", run}};
+const BenchRegistration reg{{"train", "training tokens/s vs PyTorch eager and torch.compile; Prism vs uniform; MFU; profile summary", run}};
 
 }  // namespace
 }  // namespace prism::cli

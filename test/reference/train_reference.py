@@ -5,6 +5,11 @@ F.scaled_dot_product_attention as nanoGPT does), AdamW with nanoGPT's grouping,
 gradient clipping, optional bf16 autocast, random tokens. Prints one JSON line
 with tokens/s measured over the timed steps.
 
+--compile runs the model under torch.compile (Inductor, default mode). Compilation
+happens in the first steps; warm-up continues until a step is no slower than 1.5x
+the previous one (compilation done) and at least --warmup steps ran, and the time
+spent beyond that many ordinary steps is reported apart as compile_s.
+
     python train_reference.py --layers 6 --d-model 128 --heads 4,4,4,4,4,4 \
         --vocab 50257 --batch 8 --seq 256 --steps 10 --warmup 3 --dtype bf16 --threads 2
 """
@@ -42,6 +47,7 @@ def main():
     ap.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32")
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--compile", action="store_true", help="torch.compile the model (compile time reported apart)")
     a = ap.parse_args()
     if a.threads:
         torch.set_num_threads(a.threads)
@@ -53,6 +59,7 @@ def main():
         block.attn = SdpaAttention(a.d_model, h, True)
         block.attn.load_state_dict(old.state_dict())
     model.init_gpt2()
+    run_model = torch.compile(model) if a.compile else model
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
@@ -64,20 +71,33 @@ def main():
         y = torch.randint(0, a.vocab, (a.batch, a.seq), generator=g)
         opt.zero_grad(set_to_none=True)
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.dtype == "bf16"):
-            _, loss = model(x, y)
+            _, loss = run_model(x, y)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         return loss.item()
 
-    for _ in range(a.warmup):
+    warm_times = []
+    t_warm = time.perf_counter()
+    while True:
+        t = time.perf_counter()
         step()
+        warm_times.append(time.perf_counter() - t)
+        done = len(warm_times) >= max(a.warmup, 1)
+        if a.compile:  # compiled (forward and backward) once a step is as fast as the one before
+            done = done and len(warm_times) >= 3 and warm_times[-1] <= 1.5 * warm_times[-2]
+        if done or len(warm_times) >= 50:
+            break
+    warm_s = time.perf_counter() - t_warm
     t0 = time.perf_counter()
     for _ in range(a.steps):
         loss = step()
     dt = time.perf_counter() - t0
+    step_s = dt / a.steps
     print(json.dumps({"tokens_per_s": a.batch * a.seq * a.steps / dt, "seconds": dt, "loss": loss,
-                      "threads": torch.get_num_threads(), "torch": torch.__version__}))
+                      "threads": torch.get_num_threads(), "torch": torch.__version__,
+                      "compiled": a.compile, "warmup_steps": len(warm_times),
+                      "compile_s": max(0.0, warm_s - len(warm_times) * step_s) if a.compile else 0.0}))
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 #include "prism/attention/attention.h"
 
+#include <ATen/record_function.h>
 #include <fmt/format.h>
 
 #include "prism/attention/cpu_code_paths.h"
@@ -68,6 +69,7 @@ Backend resolve_backend(const Options& opt, const torch::Tensor& q) {
 }
 
 Output causal_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const Options& opt) {
+  RECORD_USER_SCOPE("prism::attention");  // the op profile's attention category (train/op_profile.h)
   check_qkv(q, k, v, "causal_attention");
   switch (resolve_backend(opt, q)) {
     case Backend::Fused: {

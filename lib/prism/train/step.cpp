@@ -1,5 +1,7 @@
 #include "prism/train/step.h"
 
+#include <ATen/record_function.h>
+
 #include <cmath>
 
 namespace prism {
@@ -34,6 +36,7 @@ StepResult optimizer_step(GPT& model, torch::optim::Optimizer& opt, const Execut
     r.grad_norm = std::nan("");
     return r;
   }
+  RECORD_USER_SCOPE("prism::optimizer");  // clipping and AdamW: the op profile's optimizer category
   // clip_grad_norm_ returns the norm before clipping; a huge max_norm only measures it.
   r.grad_norm = torch::nn::utils::clip_grad_norm_(model->parameters(), grad_clip > 0 ? grad_clip : 1e30);
   if (!std::isfinite(r.grad_norm)) return r;  // overflowed gradients: keep the last good weights
