@@ -19,9 +19,10 @@ Grads plain(const torch::Tensor& x0, const torch::Tensor& w0, const torch::Tenso
   return {loss.detach(), x.grad(), w.grad()};
 }
 
-Grads fused(const torch::Tensor& x0, const torch::Tensor& w0, const torch::Tensor& t, int64_t chunk) {
+Grads fused(const torch::Tensor& x0, const torch::Tensor& w0, const torch::Tensor& t, int64_t chunk,
+            int64_t keep_bytes = kLmKeepLogitsBytes) {
   auto x = x0.clone().requires_grad_(true), w = w0.clone().requires_grad_(true);
-  auto loss = lm_head_cross_entropy(x, w, t, chunk);
+  auto loss = lm_head_cross_entropy(x, w, t, chunk, keep_bytes);
   loss.backward();
   return {loss.detach(), x.grad(), w.grad()};
 }
@@ -41,17 +42,22 @@ TEST_CASE("fused LM-head cross-entropy equals linear + cross_entropy, fp32", "[m
   t[5] = V - 1;
   t[6] = 0;
   auto ref = plain(x, w, t);
-  for (int64_t chunk : {64, 333, 1000, 4096}) {  // chunks that do and do not divide V
-    INFO("chunk " << chunk);
-    auto got = fused(x, w, t, chunk);
-    CHECK(std::abs(got.loss.item<double>() - ref.loss.item<double>()) < 1e-5);
-    CHECK((got.gx - ref.gx).abs().max().item<double>() < 1e-6);
-    CHECK((got.gw - ref.gw).abs().max().item<double>() < 1e-6);
-  }
+  // Logits kept for the backward (they fit) and recomputed chunk by chunk (budget 0).
+  for (int64_t keep : {kLmKeepLogitsBytes, int64_t{0}})
+    for (int64_t chunk : {64, 333, 1000, 4096}) {  // chunks that do and do not divide V
+      INFO("chunk " << chunk << ", keep logits up to " << keep << " bytes");
+      auto got = fused(x, w, t, chunk, keep);
+      CHECK(std::abs(got.loss.item<double>() - ref.loss.item<double>()) < 1e-5);
+      CHECK((got.gx - ref.gx).abs().max().item<double>() < 1e-6);
+      CHECK((got.gw - ref.gw).abs().max().item<double>() < 1e-6);
+    }
   // Every target ignored: loss 0 and zero gradients, not NaN.
-  auto none = fused(x, w, torch::full({N}, -1, torch::kLong), 128);
-  CHECK(none.loss.item<double>() == 0.0);
-  CHECK(none.gw.abs().max().item<double>() == 0.0);
+  for (int64_t keep : {kLmKeepLogitsBytes, int64_t{0}}) {
+    auto none = fused(x, w, torch::full({N}, -1, torch::kLong), 128, keep);
+    CHECK(none.loss.item<double>() == 0.0);
+    CHECK(none.gw.abs().max().item<double>() == 0.0);
+    CHECK(none.gx.abs().max().item<double>() == 0.0);
+  }
 }
 
 TEST_CASE("fused LM-head cross-entropy under bf16 autocast matches fp32 within bf16 precision", "[model][lm_loss]") {
@@ -62,11 +68,13 @@ TEST_CASE("fused LM-head cross-entropy under bf16 autocast matches fp32 within b
   auto ref = plain(x, w, t);
   Execution e;
   e.bf16 = true;
+  const int64_t keep = GENERATE(kLmKeepLogitsBytes, int64_t{0});
+  INFO("keep logits up to " << keep << " bytes");
   Grads got;
   {
     AutocastScope ac(e);
     auto xx = x.clone().requires_grad_(true), ww = w.clone().requires_grad_(true);
-    auto loss = lm_head_cross_entropy(xx, ww, t, 512);
+    auto loss = lm_head_cross_entropy(xx, ww, t, 512, keep);
     CHECK(loss.scalar_type() == torch::kFloat);
     got.loss = loss.detach();
     loss.backward();
@@ -80,4 +88,15 @@ TEST_CASE("fused LM-head cross-entropy under bf16 autocast matches fp32 within b
   // ... and the matmuls really ran in bf16: fp32 would agree to ~1e-6.
   CHECK(rel(got.gx, ref.gx) > 1e-4);
   CHECK(std::abs(got.loss.item<double>() - ref.loss.item<double>()) > 1e-6 * ref.loss.item<double>());
+}
+
+TEST_CASE("fused LM-head cross-entropy keeps no logits without a backward to come", "[model][lm_loss]") {
+  // Evaluation (no grad mode) takes the chunk loop whatever the budget, and agrees with training's value.
+  torch::manual_seed(2);
+  const int64_t N = 16, d = 8, V = 700;
+  auto x = torch::randn({N, d}), w = torch::randn({V, d}), t = torch::randint(0, V, {N}, torch::kLong);
+  const double train = lm_head_cross_entropy(x.requires_grad_(true), w, t, 128).item<double>();
+  torch::NoGradGuard no_grad;
+  const double eval = lm_head_cross_entropy(x, w, t, 128).item<double>();
+  CHECK(std::abs(train - eval) < 1e-6);
 }

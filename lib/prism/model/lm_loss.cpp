@@ -1,8 +1,12 @@
 #include "prism/model/lm_loss.h"
 
 #include <ATen/autocast_mode.h>
+#include <ATen/record_function.h>
 
 #include <cmath>
+#include <limits>
+
+#include "cpu/lm_softmax.h"
 
 namespace prism {
 
@@ -18,51 +22,109 @@ torch::ScalarType compute_dtype(const torch::Tensor& x) {
   return x.scalar_type();
 }
 
-// logits = x wc^T for one vocabulary chunk, as fp32 in `out` (N, vc). The matmul
-// runs in x's dtype into `scratch` when that is not fp32. Buffers are reused
-// across chunks so no chunk allocates (or page-faults) anew.
-void chunk_logits(const torch::Tensor& x, const torch::Tensor& wc, torch::Tensor& scratch, torch::Tensor& out) {
-  if (x.scalar_type() == torch::kFloat) {
-    torch::mm_out(out, x, wc.t());
+namespace kc = prism::kernels::cpu;
+
+kc::LogitRows logit_rows(const torch::Tensor& l) {
+  kc::LogitRows r;
+  r.data = l.data_ptr();
+  r.type = l.scalar_type() == torch::kFloat ? kc::LogitType::F32 : kc::LogitType::BF16;
+  r.rows = l.size(0);
+  r.cols = l.size(1);
+  r.ld = l.stride(0);
+  return r;
+}
+
+// Softmax statistics over the vocabulary so far: per row, lse = max + log(sum)
+// on the CPU (the kernels' running form), or lse itself elsewhere.
+struct RowStats {
+  torch::Tensor max, sum, lse, target_logit;  // (N) fp32
+};
+
+RowStats start_stats(int64_t N, const torch::TensorOptions& f32, bool cpu) {
+  RowStats s;
+  const float ninf = -std::numeric_limits<float>::infinity();
+  if (cpu) {
+    s.max = torch::full({N}, ninf, f32);
+    s.sum = torch::zeros({N}, f32);
   } else {
-    torch::mm_out(scratch, x, wc.t());
-    out.copy_(scratch);
+    s.lse = torch::full({N}, ninf, f32);
   }
+  s.target_logit = torch::zeros({N}, f32);
+  return s;
+}
+
+// Folds one chunk of logits l = (N, vc), vocabulary ids [v0, v0 + vc), into the statistics.
+void fold_chunk(const torch::Tensor& l, int64_t v0, const torch::Tensor& targets, RowStats& s) {
+  if (l.device().is_cpu()) {
+    kc::logsumexp_rows(logit_rows(l), s.max.data_ptr<float>(), s.sum.data_ptr<float>(),
+                       kc::Targets{targets.data_ptr<int64_t>(), v0}, s.target_logit.data_ptr<float>());
+    return;
+  }
+  const int64_t vc = l.size(1);
+  auto lf = l.to(torch::kFloat);
+  auto in = ((targets >= v0) & (targets < v0 + vc)).to(torch::kFloat);
+  s.target_logit.add_(lf.gather(1, (targets - v0).clamp(0, vc - 1).unsqueeze(1)).squeeze(1).mul_(in));
+  s.lse = torch::logaddexp(s.lse, torch::logsumexp(lf, 1));
+}
+
+torch::Tensor finish_stats(RowStats& s) { return s.lse.defined() ? s.lse : s.max + s.sum.log(); }
+
+// In place on one chunk of logits: (softmax - onehot) * row_scale, the gradient
+// of the scaled loss with respect to these logits.
+void chunk_grad(torch::Tensor& l, int64_t v0, const torch::Tensor& targets, const torch::Tensor& lse,
+                const torch::Tensor& row_scale) {
+  if (l.device().is_cpu()) {
+    kc::softmax_grad_rows(logit_rows(l), lse.data_ptr<float>(), row_scale.data_ptr<float>(),
+                          kc::Targets{targets.data_ptr<int64_t>(), v0});
+    return;
+  }
+  const int64_t vc = l.size(1);
+  auto p = l.to(torch::kFloat).sub_(lse.unsqueeze(1)).exp_();
+  auto in = ((targets >= v0) & (targets < v0 + vc)).to(torch::kFloat);
+  p.scatter_add_(1, (targets - v0).clamp(0, vc - 1).unsqueeze(1), in.neg().unsqueeze(1));
+  p.mul_(row_scale.unsqueeze(1));
+  if (!p.is_same(l)) l.copy_(p);
 }
 
 class LmHeadCrossEntropy : public torch::autograd::Function<LmHeadCrossEntropy> {
  public:
+  // keep_logits: hold the whole (N, V) logits for the backward instead of
+  // recomputing them chunk by chunk (lm_head_cross_entropy decides).
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x_in, const torch::Tensor& w_in,
-                               const torch::Tensor& targets, int64_t chunk) {
+                               const torch::Tensor& targets_in, int64_t chunk, bool keep_logits) {
     // Read the autocast dtype before excluding autocast's dispatch keys: whether
     // autocast is enabled is itself read from that exclusion set.
-    const auto dt = compute_dtype(x_in);
+    auto dt = compute_dtype(x_in);
+    if (dt != torch::kFloat && dt != torch::kBFloat16) dt = torch::kFloat;  // the kernels' two types
     c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
     auto x = x_in.to(dt).contiguous();
     auto w = w_in.to(dt).contiguous();
+    auto targets = targets_in.to(torch::kLong).contiguous();
     const int64_t N = x.size(0), V = w.size(0);
-    chunk = std::min(chunk, V);
-    auto safe_t = targets.clamp_min(0);
-    auto valid = (targets >= 0).to(torch::kFloat);
+    const bool cpu = x.device().is_cpu();
     auto f32 = x.options().dtype(torch::kFloat);
-    auto lse = torch::full({N}, -std::numeric_limits<float>::infinity(), f32);
-    auto target_logit = torch::zeros({N}, f32);
-    auto scratch = torch::empty({N, chunk}, x.options()), logits = torch::empty({N, chunk}, f32);
-    for (int64_t v0 = 0; v0 < V; v0 += chunk) {
-      const int64_t vc = std::min(chunk, V - v0);
-      auto out = logits.narrow(1, 0, vc), tmp = scratch.narrow(1, 0, vc);
-      chunk_logits(x, w.narrow(0, v0, vc), tmp, out);
-      auto in = ((safe_t >= v0) & (safe_t < v0 + vc)).to(torch::kFloat);
-      target_logit.add_(out.gather(1, (safe_t - v0).clamp(0, vc - 1).unsqueeze(1)).squeeze(1).mul_(in));
-      // Chunk log-sum-exp in place: max, exp(l - max), sum.
-      auto m = std::get<0>(out.max(1));
-      auto chunk_lse = out.sub_(m.unsqueeze(1)).exp_().sum(1).log_().add_(m);
-      lse = torch::logaddexp(lse, chunk_lse);
+    RowStats st = start_stats(N, f32, cpu);
+    torch::Tensor logits;
+    if (keep_logits) {
+      logits = torch::mm(x, w.t());
+      fold_chunk(logits, 0, targets, st);
+    } else {
+      chunk = std::min(chunk, V);
+      auto scratch = torch::empty({N, chunk}, x.options());  // reused: no chunk allocates (or page-faults) anew
+      for (int64_t v0 = 0; v0 < V; v0 += chunk) {
+        const int64_t vc = std::min(chunk, V - v0);
+        auto l = scratch.narrow(1, 0, vc);
+        torch::mm_out(l, x, w.narrow(0, v0, vc).t());
+        fold_chunk(l, v0, targets, st);
+      }
     }
+    auto lse = finish_stats(st);
+    auto valid = (targets >= 0).to(torch::kFloat);
     auto count = valid.sum().clamp_min(1.0);
-    auto loss = ((lse - target_logit) * valid).sum() / count;
-    ctx->save_for_backward({x, w, targets, lse, count});
+    auto loss = ((lse - st.target_logit) * valid).sum() / count;
+    ctx->save_for_backward({x, w, targets, lse, count, logits});
     ctx->saved_data["chunk"] = chunk;
+    ctx->saved_data["keep"] = keep_logits;
     ctx->saved_data["x_dtype"] = static_cast<int64_t>(x_in.scalar_type());
     ctx->saved_data["w_dtype"] = static_cast<int64_t>(w_in.scalar_type());
     return loss;
@@ -70,53 +132,59 @@ class LmHeadCrossEntropy : public torch::autograd::Function<LmHeadCrossEntropy> 
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_out) {
     auto saved = ctx->get_saved_variables();
-    auto x = saved[0], w = saved[1], targets = saved[2], lse = saved[3], count = saved[4];
+    auto x = saved[0], w = saved[1], targets = saved[2], lse = saved[3], count = saved[4], logits = saved[5];
     const int64_t chunk = ctx->saved_data["chunk"].toInt();
     const int64_t N = x.size(0), V = w.size(0), d = x.size(1);
-    const bool low = x.scalar_type() != torch::kFloat;
+    const auto xd = static_cast<c10::ScalarType>(ctx->saved_data["x_dtype"].toInt());
+    const auto wd = static_cast<c10::ScalarType>(ctx->saved_data["w_dtype"].toInt());
     // d loss / d logits = (softmax - onehot) * grad / count, on counted rows.
-    auto row_scale = (targets >= 0).to(torch::kFloat) * (grad_out[0].to(torch::kFloat) / count);
-    auto safe_t = targets.clamp_min(0);
+    auto row_scale = ((targets >= 0).to(torch::kFloat) * (grad_out[0].to(torch::kFloat) / count)).contiguous();
+    lse = lse.contiguous();
+    if (ctx->saved_data["keep"].toBool()) {
+      chunk_grad(logits, 0, targets, lse, row_scale);  // the kept logits become their gradient
+      return {torch::mm(logits, w).to(xd), torch::mm(logits.t(), x).to(wd), torch::Tensor(), torch::Tensor(),
+              torch::Tensor()};
+    }
+    const bool low = x.scalar_type() != torch::kFloat;
     auto f32 = x.options().dtype(torch::kFloat);
-    auto grad_x = torch::zeros({N, d}, f32);
+    auto grad_x = torch::empty({N, d}, f32);
     auto grad_w = torch::empty({V, d}, f32);
-    auto scratch = torch::empty({N, chunk}, x.options()), p = torch::empty({N, chunk}, f32);
-    auto gx_part = torch::empty({N, d}, x.options()), gw_part = torch::empty({chunk, d}, x.options());
+    auto scratch = torch::empty({N, chunk}, x.options());
+    auto gx_part = low ? torch::empty({N, d}, x.options()) : torch::Tensor();
+    auto gw_part = low ? torch::empty({chunk, d}, x.options()) : torch::Tensor();
     for (int64_t v0 = 0; v0 < V; v0 += chunk) {
       const int64_t vc = std::min(chunk, V - v0);
       auto wc = w.narrow(0, v0, vc);
-      auto pc = p.narrow(1, 0, vc), tmp = scratch.narrow(1, 0, vc);
-      chunk_logits(x, wc, tmp, pc);
-      pc.sub_(lse.unsqueeze(1)).exp_();  // softmax probabilities
-      auto in = ((safe_t >= v0) & (safe_t < v0 + vc)).to(torch::kFloat);
-      pc.scatter_add_(1, (safe_t - v0).clamp(0, vc - 1).unsqueeze(1), in.neg().unsqueeze(1));  // minus one-hot
-      pc.mul_(row_scale.unsqueeze(1));
+      auto p = scratch.narrow(1, 0, vc);
+      torch::mm_out(p, x, wc.t());  // the chunk's logits again
+      chunk_grad(p, v0, targets, lse, row_scale);
       if (low) {
-        tmp.copy_(pc);
         auto gw = gw_part.narrow(0, 0, vc);
-        torch::mm_out(gw, tmp.t(), x);
+        torch::mm_out(gw, p.t(), x);
         grad_w.narrow(0, v0, vc).copy_(gw);
-        torch::mm_out(gx_part, tmp, wc);
-        grad_x.add_(gx_part);
+        torch::mm_out(gx_part, p, wc);
+        if (v0 == 0) grad_x.copy_(gx_part); else grad_x.add_(gx_part);
       } else {
         auto gw = grad_w.narrow(0, v0, vc);
-        torch::mm_out(gw, pc.t(), x);
-        grad_x.addmm_(pc, wc);
+        torch::mm_out(gw, p.t(), x);
+        if (v0 == 0) torch::mm_out(grad_x, p, wc); else grad_x.addmm_(p, wc);
       }
     }
-    auto xd = static_cast<c10::ScalarType>(ctx->saved_data["x_dtype"].toInt());
-    auto wd = static_cast<c10::ScalarType>(ctx->saved_data["w_dtype"].toInt());
-    return {grad_x.to(xd), grad_w.to(wd), torch::Tensor(), torch::Tensor()};
+    return {grad_x.to(xd), grad_w.to(wd), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
 }  // namespace
 
 torch::Tensor lm_head_cross_entropy(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& targets,
-                                    int64_t vocab_chunk) {
+                                    int64_t vocab_chunk, int64_t keep_logits_bytes) {
   TORCH_CHECK(x.dim() == 2 && weight.dim() == 2 && x.size(1) == weight.size(1), "lm_head_cross_entropy: x (N, d), weight (V, d)");
   TORCH_CHECK(targets.dim() == 1 && targets.size(0) == x.size(0), "lm_head_cross_entropy: targets (N)");
-  return LmHeadCrossEntropy::apply(x, weight, targets, vocab_chunk);
+  TORCH_CHECK(vocab_chunk > 0, "lm_head_cross_entropy: vocab_chunk must be positive");
+  // Only a backward reads kept logits: without one (evaluation) the chunks keep memory small.
+  const bool backward = torch::GradMode::is_enabled() && (x.requires_grad() || weight.requires_grad());
+  const int64_t bytes = x.size(0) * weight.size(0) * (compute_dtype(x) == torch::kBFloat16 ? 2 : 4);
+  return LmHeadCrossEntropy::apply(x, weight, targets, vocab_chunk, backward && bytes <= keep_logits_bytes);
 }
 
 torch::Tensor lm_head_plain_cross_entropy(const torch::Tensor& x, const torch::Tensor& weight,
@@ -148,6 +216,7 @@ const char* lm_loss_path_name(LmLossPath path) {
 
 torch::Tensor lm_head_loss(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& targets,
                            LmLossPath path) {
+  RECORD_USER_SCOPE("prism::lm_head_loss");  // the op profile's loss category (train/op_profile.h)
   if (path == LmLossPath::Auto) path = lm_loss_path_for(x.device());
   return path == LmLossPath::Plain ? lm_head_plain_cross_entropy(x, weight, targets)
                                    : lm_head_cross_entropy(x, weight, targets);

@@ -1,10 +1,13 @@
 #pragma once
 // The LM head and its cross-entropy: mean over tokens of
 // -log softmax(x W^T)[target], by one of two paths chosen per device:
-//   chunked  vocabulary chunks, so the (N x V) logits never exist whole. At
-//            GPT-2's V = 50257 those logits dominate memory traffic on a CPU
-//            (several passes over N x V floats per step); here each chunk
-//            stays hot in cache and the backward recomputes it instead.
+//   chunked  one pass per row over the logits for the softmax statistics and
+//            one for their gradient (kernels/cpu/lm_softmax.h on the CPU),
+//            where separate LibTorch ops would stream N x V floats ~7 times
+//            forward and ~9 backward. The logits are kept for the backward
+//            while they fit keep_logits_bytes (saving a third of the LM head's
+//            matmul work); beyond that they are made one vocabulary chunk at a
+//            time, never whole, and the backward recomputes each chunk.
 //   plain    linear + cross_entropy, as nanoGPT writes it. On a GPU the whole
 //            (N x V) logits fit (1.6 GB in bf16 at 16 x 1024 tokens), and two
 //            large matmuls plus the fused softmax kernels beat the chunk loop,
@@ -32,9 +35,12 @@ torch::Tensor lm_head_loss(const torch::Tensor& x, const torch::Tensor& weight, 
 // loss over the counted tokens (fp32 scalar). Under CPU/CUDA autocast the
 // matmuls run in bf16 with fp32 softmax statistics, like autocast's linear +
 // cross_entropy; gradients flow to x and weight.
-// The chunked path.
+// The chunked path. keep_logits_bytes: the most memory the kept logits (N x V
+// in the matmul dtype) may take; 0 always recomputes chunks. Without a backward
+// to come (no grad mode, or no input that requires grad) nothing is kept.
+inline constexpr int64_t kLmKeepLogitsBytes = int64_t{512} << 20;
 torch::Tensor lm_head_cross_entropy(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& targets,
-                                    int64_t vocab_chunk = 2048);
+                                    int64_t vocab_chunk = 2048, int64_t keep_logits_bytes = kLmKeepLogitsBytes);
 
 // The plain path: F::linear (bf16 under autocast) then cross_entropy in fp32.
 torch::Tensor lm_head_plain_cross_entropy(const torch::Tensor& x, const torch::Tensor& weight,

@@ -1,0 +1,59 @@
+// The scalar reference of lm_softmax.h: plain C++ in double precision.
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "cpu/lm_softmax.h"
+
+namespace prism::kernels::cpu::reference {
+namespace {
+
+double load(const LogitRows& l, int64_t r, int64_t c) {
+  const int64_t i = r * l.ld + c;
+  if (l.type == LogitType::F32) return static_cast<const float*>(l.data)[i];
+  const uint32_t u = static_cast<uint32_t>(static_cast<const uint16_t*>(l.data)[i]) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+void store(const LogitRows& l, int64_t r, int64_t c, double v) {
+  const int64_t i = r * l.ld + c;
+  const float f = static_cast<float>(v);
+  if (l.type == LogitType::F32) {
+    static_cast<float*>(l.data)[i] = f;
+    return;
+  }
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if (std::isnan(f)) {
+    static_cast<uint16_t*>(l.data)[i] = static_cast<uint16_t>((u >> 16) | 0x40u);
+    return;
+  }
+  u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest even
+  static_cast<uint16_t*>(l.data)[i] = static_cast<uint16_t>(u >> 16);
+}
+
+}  // namespace
+
+void logsumexp_rows(const LogitRows& l, float* run_max, float* run_sum, Targets t, float* target_logit) {
+  for (int64_t r = 0; r < l.rows; ++r) {
+    const int64_t tc = t.target[r] - t.offset;
+    if (tc >= 0 && tc < l.cols) target_logit[r] = static_cast<float>(load(l, r, tc));
+    double m = -std::numeric_limits<double>::infinity();
+    for (int64_t c = 0; c < l.cols; ++c) m = std::max(m, load(l, r, c));
+    const double new_max = std::max<double>(m, run_max[r]);
+    double s = std::isinf(new_max) ? 0.0 : run_sum[r] * std::exp(run_max[r] - new_max);
+    for (int64_t c = 0; c < l.cols; ++c) s += std::exp(load(l, r, c) - new_max);
+    run_max[r] = static_cast<float>(new_max);
+    run_sum[r] = static_cast<float>(s);
+  }
+}
+
+void softmax_grad_rows(const LogitRows& l, const float* lse, const float* scale, Targets t) {
+  for (int64_t r = 0; r < l.rows; ++r)
+    for (int64_t c = 0; c < l.cols; ++c)
+      store(l, r, c, (std::exp(load(l, r, c) - lse[r]) - (c == t.target[r] - t.offset ? 1.0 : 0.0)) * scale[r]);
+}
+
+}  // namespace prism::kernels::cpu::reference

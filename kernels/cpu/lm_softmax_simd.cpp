@@ -1,0 +1,166 @@
+// lm_softmax.h on Google Highway: compiled for every target of this
+// architecture (foreach_target.h) and dispatched at run time to the best one
+// the CPU supports (HWY_DYNAMIC_DISPATCH). exp is Highway's (contrib/math,
+// within a few ulp of the correctly rounded value).
+#ifndef HWY_DISABLED_TARGETS
+#define HWY_DISABLED_TARGETS (HWY_SSSE3 | HWY_SSE4 | HWY_AVX3_DL)
+#endif
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "cpu/lm_softmax_simd.cpp"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "hwy/contrib/math/math-inl.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "cpu/lm_softmax.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace prism::kernels::cpu::lm_simd {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DF = hn::ScalableTag<float>;
+using DU = hn::RebindToUnsigned<DF>;
+using DI = hn::RebindToSigned<DF>;
+using DU16 = hn::Rebind<uint16_t, DF>;
+using VF = hn::Vec<DF>;
+
+// bf16 is the top half of an fp32: widen by a shift; narrow rounding to
+// nearest even, NaN kept a (quiet) NaN.
+HWY_INLINE VF load_f(const float* p) { return hn::LoadU(DF(), p); }
+HWY_INLINE VF load_f(const uint16_t* p) {
+  return hn::BitCast(DF(), hn::ShiftLeft<16>(hn::PromoteTo(DU(), hn::LoadU(DU16(), p))));
+}
+HWY_INLINE void store_f(float* p, VF v) { hn::StoreU(v, DF(), p); }
+HWY_INLINE void store_f(uint16_t* p, VF v) {
+  const DU du;
+  const auto u = hn::BitCast(du, v);
+  const auto lsb = hn::And(hn::ShiftRight<16>(u), hn::Set(du, 1u));
+  auto r = hn::ShiftRight<16>(hn::Add(u, hn::Add(lsb, hn::Set(du, 0x7fffu))));
+  r = hn::IfThenElse(hn::RebindMask(du, hn::IsNaN(v)), hn::Or(hn::ShiftRight<16>(u), hn::Set(du, 0x40u)), r);
+  hn::StoreU(hn::DemoteTo(DU16(), hn::BitCast(DI(), r)), DU16(), p);  // r < 2^16: no saturation
+}
+inline float scalar_f(float x) { return x; }
+inline float scalar_f(uint16_t h) {
+  const uint32_t u = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline void scalar_store(float* p, float v) { *p = v; }
+inline void scalar_store(uint16_t* p, float v) {
+  alignas(64) float in[hn::MaxLanes(DF())] = {v};
+  alignas(64) uint16_t out[hn::MaxLanes(DF())];
+  store_f(out, hn::LoadU(DF(), in));
+  *p = out[0];
+}
+
+template <typename T>
+void logsumexp_row(const T* row, int64_t n, float* run_max, float* run_sum) {
+  const DF df;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(df));
+  const float ninf = -std::numeric_limits<float>::infinity();
+  VF vm = hn::Set(df, ninf);
+  int64_t c = 0;
+  for (; c + L <= n; c += L) vm = hn::Max(vm, load_f(row + c));
+  float m = hn::GetLane(hn::MaxOfLanes(df, vm));
+  for (; c < n; ++c) m = std::max(m, scalar_f(row[c]));
+  const float new_max = std::max(m, *run_max);
+  if (std::isinf(new_max) && new_max < 0) return;  // nothing finite yet
+  const VF shift = hn::Set(df, new_max);
+  VF vs = hn::Zero(df);
+  c = 0;
+  for (; c + L <= n; c += L) vs = hn::Add(vs, hn::Exp(df, hn::Sub(load_f(row + c), shift)));
+  float s = hn::GetLane(hn::SumOfLanes(df, vs));
+  for (; c < n; ++c) s += std::exp(scalar_f(row[c]) - new_max);
+  *run_sum = *run_sum * std::exp(*run_max - new_max) + s;
+  *run_max = new_max;
+}
+
+template <typename T>
+void softmax_grad_row(T* row, int64_t n, float lse, float scale, int64_t target) {
+  const DF df;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(df));
+  const bool hit = target >= 0 && target < n;
+  const float at_target = hit ? (std::exp(scalar_f(row[target]) - lse) - 1.0f) * scale : 0.0f;
+  const VF vl = hn::Set(df, lse), vs = hn::Set(df, scale);
+  int64_t c = 0;
+  for (; c + L <= n; c += L) store_f(row + c, hn::Mul(hn::Exp(df, hn::Sub(load_f(row + c), vl)), vs));
+  for (; c < n; ++c) scalar_store(row + c, std::exp(scalar_f(row[c]) - lse) * scale);
+  if (hit) scalar_store(row + target, at_target);
+}
+
+void logsumexp_rows(const LogitRows& l, float* run_max, float* run_sum, Targets t, float* target_logit) {
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < l.rows; ++r) {
+    if (const int64_t tc = t.target[r] - t.offset; tc >= 0 && tc < l.cols)
+      target_logit[r] = l.type == LogitType::F32 ? static_cast<const float*>(l.data)[r * l.ld + tc]
+                                                 : scalar_f(static_cast<const uint16_t*>(l.data)[r * l.ld + tc]);
+    if (l.type == LogitType::F32)
+      logsumexp_row(static_cast<const float*>(l.data) + r * l.ld, l.cols, run_max + r, run_sum + r);
+    else
+      logsumexp_row(static_cast<const uint16_t*>(l.data) + r * l.ld, l.cols, run_max + r, run_sum + r);
+  }
+}
+
+void softmax_grad_rows(const LogitRows& l, const float* lse, const float* scale, Targets t) {
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < l.rows; ++r) {
+    const int64_t tc = t.target[r] - t.offset;
+    if (l.type == LogitType::F32)
+      softmax_grad_row(static_cast<float*>(l.data) + r * l.ld, l.cols, lse[r], scale[r], tc);
+    else
+      softmax_grad_row(static_cast<uint16_t*>(l.data) + r * l.ld, l.cols, lse[r], scale[r], tc);
+  }
+}
+
+const char* target_name() { return hwy::TargetName(HWY_TARGET); }
+
+}  // namespace HWY_NAMESPACE
+}  // namespace prism::kernels::cpu::lm_simd
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include "hwy/targets.h"
+
+namespace prism::kernels::cpu {
+namespace lm_simd {
+HWY_EXPORT(logsumexp_rows);
+HWY_EXPORT(softmax_grad_rows);
+HWY_EXPORT(target_name);
+}  // namespace lm_simd
+
+void logsumexp_rows(const LogitRows& l, float* run_max, float* run_sum, Targets t, float* target_logit) {
+  HWY_DYNAMIC_DISPATCH(lm_simd::logsumexp_rows)(l, run_max, run_sum, t, target_logit);
+}
+void softmax_grad_rows(const LogitRows& l, const float* lse, const float* scale, Targets t) {
+  HWY_DYNAMIC_DISPATCH(lm_simd::softmax_grad_rows)(l, lse, scale, t);
+}
+const char* lm_softmax_target() { return HWY_DYNAMIC_DISPATCH(lm_simd::target_name)(); }
+
+namespace {
+int64_t runnable_targets() {
+  static const int64_t here = HWY_TARGETS & hwy::SupportedTargets();  // before any forcing
+  return here;
+}
+}  // namespace
+
+std::vector<std::string> lm_softmax_targets() {
+  std::vector<std::string> names;
+  for (int64_t t = runnable_targets(); t != 0; t &= t - 1) names.emplace_back(hwy::TargetName(t & -t));
+  return names;  // Highway's bits: lower is better
+}
+
+void lm_softmax_force_target(const std::string& name) {
+  int64_t bit = 0;
+  for (int64_t t = runnable_targets(); t != 0; t &= t - 1)
+    if (name == hwy::TargetName(t & -t)) bit = t & -t;
+  hwy::SetSupportedTargetsForTest(bit);  // 0: this CPU's own again
+}
+
+}  // namespace prism::kernels::cpu
+#endif  // HWY_ONCE
