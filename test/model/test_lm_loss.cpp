@@ -100,3 +100,23 @@ TEST_CASE("fused LM-head cross-entropy keeps no logits without a backward to com
   const double eval = lm_head_cross_entropy(x, w, t, 128).item<double>();
   CHECK(std::abs(train - eval) < 1e-6);
 }
+
+TEST_CASE("fused LM-head cross-entropy: two forwards before one backward keep their own logits", "[model][lm_loss]") {
+  // The kept logits live in a buffer reused across steps; a second forward while the
+  // first's are still held must not overwrite them.
+  torch::manual_seed(3);
+  const int64_t N = 24, d = 16, V = 900;
+  auto x1 = torch::randn({N, d}), x2 = torch::randn({N, d}), w = torch::randn({V, d}) * 0.3;
+  auto t1 = torch::randint(0, V, {N}, torch::kLong), t2 = torch::randint(0, V, {N}, torch::kLong);
+  auto ref1 = plain(x1, w, t1), ref2 = plain(x2, w, t2);
+  auto a = x1.clone().requires_grad_(true), b = x2.clone().requires_grad_(true), ww = w.clone().requires_grad_(true);
+  auto l1 = lm_head_cross_entropy(a, ww, t1, 256), l2 = lm_head_cross_entropy(b, ww, t2, 256);
+  (l1 + l2).backward();
+  CHECK((a.grad() - ref1.gx).abs().max().item<double>() < 1e-6);
+  CHECK((b.grad() - ref2.gx).abs().max().item<double>() < 1e-6);
+  CHECK((ww.grad() - (ref1.gw + ref2.gw)).abs().max().item<double>() < 1e-6);
+  // And a step after that reuses the buffer correctly again.
+  auto c = x1.clone().requires_grad_(true);
+  lm_head_cross_entropy(c, w, t1, 256).backward();
+  CHECK((c.grad() - ref1.gx).abs().max().item<double>() < 1e-6);
+}

@@ -142,7 +142,12 @@ GPTOutput GPTImpl::forward(const torch::Tensor& idx, const torch::Tensor& target
   attention::Options attn;
   attn.backend = attention_backend(options);
   auto pos = torch::arange(T, torch::dtype(torch::kLong).device(idx.device()));
-  auto x = drop(wte(idx) + wpe(pos));
+  // On the CPU the token embedding's gradient is sparse (the batch's rows only):
+  // the autograd engine adds it in place into the tied LM head's dense gradient,
+  // where a dense embedding backward would zero and sum a whole (V, d) table.
+  auto tok = torch::embedding(wte->weight, idx, /*padding_idx=*/-1, /*scale_grad_by_freq=*/false,
+                              /*sparse=*/idx.device().is_cpu());
+  auto x = drop(tok + wpe(pos));
   GPTOutput out;
   if (options.want_distance) out.distance.resize(h->size());
   for (size_t l = 0; l < h->size(); ++l)
