@@ -90,3 +90,45 @@ TEST_CASE("FusedAdamW makes the same updates as torch::optim::AdamW", "[train]")
   auto* st = static_cast<torch::optim::AdamWParamState*>(fused->state().at(a->w.unsafeGetTensorImpl()).get());
   CHECK(st->step() == 5);
 }
+
+TEST_CASE("FusedAdamW's grad scale clips as clip_grad_norm_ then a step does", "[train]") {
+  // optimizer_step hands the clip coefficient to the fused AdamW (one pass over the
+  // gradients); the weights must be those of clip_grad_norm_ + step.
+  TrainConfig tc;
+  tc.lr = 1e-2;
+  for (double scale : {10.0, 1e-3}) {  // gradients far above the clip (clipped) and below it (not)
+    INFO("gradient scale " << scale);
+    torch::manual_seed(0);
+    GPT a(model_preset("test-tiny"), HeadSchedule::uniform(2, 4));
+    GPT b(model_preset("test-tiny"), HeadSchedule::uniform(2, 4));
+    {
+      torch::NoGradGuard ng;
+      for (size_t i = 0; i < a->parameters().size(); ++i) b->parameters()[i].copy_(a->parameters()[i]);
+    }
+    auto oa = make_adamw(*a, tc), ob = make_adamw(*b, tc);
+    for (int step = 0; step < 3; ++step) {
+      for (size_t i = 0; i < a->parameters().size(); ++i) {
+        auto g = torch::randn_like(a->parameters()[i]) * scale;
+        a->parameters()[i].mutable_grad() = g.clone();
+        b->parameters()[i].mutable_grad() = g.clone();
+      }
+      const double na = torch::nn::utils::clip_grad_norm_(a->parameters(), 1.0);
+      oa->step();
+      std::vector<torch::Tensor> norms;
+      for (const auto& p : b->parameters()) norms.push_back(p.grad().norm(2));
+      const auto total = torch::stack(norms).norm(2);
+      CHECK(total.item<double>() == na);
+      const auto coef = torch::clamp_max(1.0 / (total + 1e-6), 1.0);
+      if (coef.item<double>() < 1.0) static_cast<FusedAdamW&>(*ob).set_grad_scale(coef.reciprocal());
+      ob->step();
+      static_cast<FusedAdamW&>(*ob).set_grad_scale(torch::Tensor());
+      for (size_t i = 0; i < a->parameters().size(); ++i) {
+        const double diff = (a->parameters()[i] - b->parameters()[i]).abs().max().item<double>();
+        if (scale < 1) CHECK(diff == 0.0);  // not clipped: the very same arithmetic
+        else CHECK(diff < 1e-7);            // clipped: g / (1/c) against g * c, an ulp apart
+        // The gradients the step leaves behind are the clipped ones, as clip_grad_norm_ leaves them.
+        CHECK((a->parameters()[i].grad() - b->parameters()[i].grad()).abs().max().item<double>() < 1e-6 * scale);
+      }
+    }
+  }
+}

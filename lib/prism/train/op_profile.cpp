@@ -115,6 +115,25 @@ std::string op_category(const std::string& name, const std::string& scope) {
   return "other";
 }
 
+namespace {
+
+// Short names for the table: autograd's node records and custom functions'
+// C++ types are long and say the useful part last.
+std::string display_name(const std::string& raw) {
+  std::string name = node_name(raw);
+  const bool node = name.size() != raw.size();
+  static const std::string cpp_node = "torch::autograd::CppNode<";
+  if (name.rfind(cpp_node, 0) == 0 && name.back() == '>') {
+    name = name.substr(cpp_node.size(), name.size() - cpp_node.size() - 1);
+    if (const size_t colon = name.rfind("::"); colon != std::string::npos) name = name.substr(colon + 2);
+    name += " backward";
+  }
+  if (node) name = "[node] " + name;
+  return name.size() > 52 ? name.substr(0, 49) + "..." : name;
+}
+
+}  // namespace
+
 double OpProfileResult::tracked_s() const {
   double t = 0;
   for (const auto& [key, st] : ops) t += st.self_s;
@@ -146,7 +165,7 @@ std::string OpProfileResult::format(const std::string& title, int top) const {
   for (size_t i = 0; i < sorted.size() && static_cast<int>(i) < top; ++i) {
     const auto& [key, st] = sorted[i];
     const std::string& name = key.first;
-    std::string shown = name.size() > 52 ? name.substr(0, 49) + "..." : name;
+    const std::string shown = display_name(name);
     out += fmt::format("  {:<52} {:<18} {:>9.2f} {:>6.1f}% {:>10.1f}\n", shown, key.second, 1e3 * st.self_s / n,
                        share(st.self_s), static_cast<double>(st.calls) / n);
   }

@@ -67,7 +67,8 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
     }
     if (params.empty()) continue;
     at::_fused_adamw_(params, grads, m, v, {}, steps, o.lr(), std::get<0>(o.betas()), std::get<1>(o.betas()),
-                      o.weight_decay(), o.eps(), /*amsgrad=*/false, /*maximize=*/false);
+                      o.weight_decay(), o.eps(), /*amsgrad=*/false, /*maximize=*/false,
+                      grad_scale_.defined() ? std::optional<torch::Tensor>(grad_scale_) : std::nullopt);
     for (auto* st : states) st->step(st->step() + 1);
   }
   return loss;

@@ -26,6 +26,15 @@ class FusedAdamW : public torch::optim::AdamW {
  public:
   using torch::optim::AdamW::AdamW;
   torch::Tensor step(LossClosure closure = nullptr) override;
+  // The next step() divides every gradient by `scale` (a scalar fp32 tensor) in
+  // its own pass over them, as AMP's unscaling does, and stores the divided
+  // gradients back; an undefined tensor (the default) divides by nothing.
+  // Gradient clipping uses it (optimizer_step): one pass over the gradients
+  // instead of a separate multiply.
+  void set_grad_scale(torch::Tensor scale) { grad_scale_ = std::move(scale); }
+
+ private:
+  torch::Tensor grad_scale_;
 };
 // FusedAdamW with nanoGPT's two groups.
 std::unique_ptr<torch::optim::AdamW> make_adamw(torch::nn::Module& model, const TrainConfig& t);

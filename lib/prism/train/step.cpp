@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "prism/train/optimizer.h"
+
 namespace prism {
 
 bool StepResult::diverged() const { return !std::isfinite(loss) || !std::isfinite(grad_norm); }
@@ -37,10 +39,33 @@ StepResult optimizer_step(GPT& model, torch::optim::Optimizer& opt, const Execut
     return r;
   }
   RECORD_USER_SCOPE("prism::optimizer");  // clipping and AdamW: the op profile's optimizer category
-  // clip_grad_norm_ returns the norm before clipping; a huge max_norm only measures it.
-  r.grad_norm = torch::nn::utils::clip_grad_norm_(model->parameters(), grad_clip > 0 ? grad_clip : 1e30);
+  auto* fused = dynamic_cast<FusedAdamW*>(&opt);
+  if (!fused) {
+    // clip_grad_norm_ returns the norm before clipping; a huge max_norm only measures it.
+    r.grad_norm = torch::nn::utils::clip_grad_norm_(model->parameters(), grad_clip > 0 ? grad_clip : 1e30);
+    if (!std::isfinite(r.grad_norm)) return r;  // overflowed gradients: keep the last good weights
+    opt.step();
+    return r;
+  }
+  // The fused AdamW clips in its own pass over the gradients (its grad scale),
+  // where clip_grad_norm_ would multiply every gradient first, by 1.0 when not
+  // clipping. The norm and the coefficient are clip_grad_norm_'s.
+  std::vector<torch::Tensor> norms;
+  for (const auto& p : model->parameters())
+    if (p.grad().defined()) norms.push_back(p.grad().norm(2));
+  if (norms.empty()) {
+    opt.step();
+    return r;
+  }
+  const auto total = norms.size() == 1 ? norms[0] : torch::stack(norms).norm(2);
+  r.grad_norm = total.item<double>();
   if (!std::isfinite(r.grad_norm)) return r;  // overflowed gradients: keep the last good weights
+  if (grad_clip > 0) {
+    const auto coef = torch::clamp_max(grad_clip / (total + 1e-6), 1.0);
+    if (coef.item<double>() < 1.0) fused->set_grad_scale(coef.reciprocal());
+  }
   opt.step();
+  fused->set_grad_scale(torch::Tensor());
   return r;
 }
 
