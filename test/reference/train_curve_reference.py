@@ -1,0 +1,52 @@
+"""The reference trainer's loss curve for given weights and batches: the C++
+trainer's fp32 curve is compared with it step by step (test/train/test_train_curve.cpp).
+
+nanoGPT's training step on gpt_reference.GPT: AdamW with nanoGPT's grouping
+(matrices decay, vectors do not), gradient clipping at `clip`, constant `lr`.
+
+    python train_curve_reference.py IN.safetensors OUT.safetensors
+
+IN holds the model's weights, `idx` and `targets` (steps, B, T), and metadata
+heads, bias, lr, beta1, beta2, eps, weight_decay, clip. OUT receives `loss`
+(steps) and `grad_norm` (steps).
+"""
+import sys
+
+import torch
+from safetensors import safe_open
+from safetensors.torch import load_file, save_file
+
+from gpt_reference import GPT
+
+
+def main(inp, out):
+    tensors = load_file(inp)
+    with safe_open(inp, "pt") as f:
+        meta = f.metadata()
+    heads = [int(h) for h in meta["heads"].split(",")]
+    wte, wpe = tensors["wte.weight"], tensors["wpe.weight"]
+    model = GPT(wte.shape[0], wpe.shape[0], wte.shape[1], heads, meta["bias"] == "1")
+    params = dict(model.named_parameters())
+    model.load_state_dict({k: tensors[k] for k in params}, strict=True)
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    hp = {k: float(meta[k]) for k in ("lr", "beta1", "beta2", "eps", "weight_decay", "clip")}
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": hp["weight_decay"]},
+                             {"params": no_decay, "weight_decay": 0.0}],
+                            lr=hp["lr"], betas=(hp["beta1"], hp["beta2"]), eps=hp["eps"])
+    idx, targets = tensors["idx"], tensors["targets"]
+    losses, norms = [], []
+    for s in range(idx.shape[0]):
+        opt.zero_grad(set_to_none=True)
+        _, loss = model(idx[s], targets[s])
+        loss.backward()
+        norms.append(float(torch.nn.utils.clip_grad_norm_(model.parameters(), hp["clip"])))
+        opt.step()
+        losses.append(loss.item())
+    save_file({"loss": torch.tensor(losses, dtype=torch.float64),
+               "grad_norm": torch.tensor(norms, dtype=torch.float64)}, out)
+
+
+if __name__ == "__main__":
+    torch.set_num_threads(1)
+    main(sys.argv[1], sys.argv[2])
