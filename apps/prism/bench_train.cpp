@@ -284,12 +284,19 @@ int run(const std::vector<std::string>& args) {
     const int steps = vm["steps"].as<int>(), warmup = vm["warmup"].as<int>();
     if (steps < 1 || warmup < 0)
       throw Error("--steps must be at least 1 and --warmup at least 0", "prism bench train", "e.g. --steps 20 --warmup 3");
+    const std::string compare = vm["no-reference"].as<bool>() ? "none" : vm["compare"].as<std::string>();
+    if (compare != "eager" && compare != "compiled" && compare != "both" && compare != "none")
+      throw Error("unknown --compare " + compare, "prism bench train", "use eager, compiled, both or none");
     int threads = vm["threads"].as<int>();
     torch::set_num_threads(threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency()));
     HeadSchedule uniform = HeadSchedule::uniform(mc.n_layer, mc.n_head);
+    // Default: 2 layers of 4x-wide heads, 2 of 2x, the rest narrow; a model of
+    // under 5 layers gets half 2x-wide, half narrow.
+    const int base = mc.head_dim_base(), L = mc.n_layer;
     HeadSchedule prism = vm.count("heads") ? HeadSchedule::parse(vm["heads"].as<std::string>())
-                                           : HeadSchedule::from_staircase({{mc.head_dim_base() * 4, 2}, {mc.head_dim_base() * 2, 2},
-                                                                           {mc.head_dim_base(), mc.n_layer - 4}}, mc.d_model);
+                         : L >= 5 ? HeadSchedule::from_staircase({{base * 4, 2}, {base * 2, 2}, {base, L - 4}}, mc.d_model)
+                         : L >= 2 ? HeadSchedule::from_staircase({{base * 2, L / 2}, {base, L - L / 2}}, mc.d_model)
+                                  : HeadSchedule::uniform(L, mc.n_head);
     require_valid_schedule(prism, mc.n_layer, mc.d_model, mc.n_head);
     const std::string backend = vm["backend"].as<std::string>();
     const std::string clock = vm["clock"].as<std::string>();
@@ -300,9 +307,6 @@ int run(const std::vector<std::string>& args) {
     if (dt == "fp32" || dt == "both" || dt == "auto") dtypes.push_back(false);
     if (dt == "bf16" || dt == "both" || (dt == "auto" && attention::cpu_has_native_bf16())) dtypes.push_back(true);
     if (dtypes.empty()) throw Error("unknown --dtype " + dt, "prism bench train", "use auto, fp32, bf16 or both");
-    const std::string compare = vm["no-reference"].as<bool>() ? "none" : vm["compare"].as<std::string>();
-    if (compare != "eager" && compare != "compiled" && compare != "both" && compare != "none")
-      throw Error("unknown --compare " + compare, "prism bench train", "use eager, compiled, both or none");
     const bool with_eager = compare == "eager" || compare == "both", with_compiled = compare == "compiled" || compare == "both";
     const int profile_steps = vm["profile-summary"].as<bool>() ? std::min(steps, 5) : 0;
 

@@ -1,0 +1,46 @@
+// `prism bench train`: its table, the profile summary, the torch.compile
+// reference, and its refusals (apps/prism/bench_train.cpp).
+#include <catch2/catch.hpp>
+
+#include "support.h"
+
+using namespace prism;
+
+namespace {
+const char* kTiny = "bench train --model test-tiny --batch 2 --seq 16 --steps 2 --warmup 1 --dtype fp32 --threads 1";
+}
+
+TEST_CASE("bench train prints its table and, asked, where the step's time goes", "[cli][bench]") {
+  auto r = test::run_prism(std::string(kTiny) + " --compare none --profile-summary --vocab 300");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains("vocab 300"));
+  CHECK_THAT(r.output, Catch::Contains("Prism C++, uniform"));
+  CHECK_THAT(r.output, Catch::Contains("matmul peak measured here"));
+  CHECK_THAT(r.output, Catch::Contains("best of"));
+  // Per arm: the categories with their share of the step, then the top operations.
+  CHECK_THAT(r.output, Catch::Contains("fp32 Prism C++, uniform 4x2: 2 profiled steps"));
+  CHECK_THAT(r.output, Catch::Contains("untracked (between ops)"));
+  CHECK_THAT(r.output, Catch::Contains("top 12 operations by self time"));
+  CHECK_THAT(r.output, Catch::Contains("matmul"));
+  CHECK_THAT(r.output, Catch::Contains("optimizer"));
+}
+
+TEST_CASE("bench train times the reference under torch.compile, compile time apart", "[cli][bench]") {
+  auto r = test::run_prism(std::string(kTiny) + " --compare both");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains("PyTorch eager, uniform"));
+  CHECK_THAT(r.output, Catch::Contains("PyTorch torch.compile, uniform"));
+  CHECK_THAT(r.output, Catch::Contains("fp32: torch.compile took"));
+}
+
+TEST_CASE("bench train refuses unknown choices with the fix", "[cli][bench]") {
+  auto r = test::run_prism(std::string(kTiny) + " --compare jit");
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.output, Catch::Contains("unknown --compare jit"));
+  CHECK_THAT(r.output, Catch::Contains("eager, compiled, both or none"));
+  r = test::run_prism(std::string(kTiny) + " --vocab 1");
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.output, Catch::Contains("--vocab 1 is too small"));
+}
