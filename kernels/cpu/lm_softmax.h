@@ -35,12 +35,23 @@ struct Targets {
 // (start from -inf and 0); on return they include this chunk's columns. A row
 // whose target lies in this chunk gets its target's logit in target_logit[r]
 // (other rows' entries are left as they are).
-void logsumexp_rows(const LogitRows& logits, float* run_max, float* run_sum, Targets targets, float* target_logit);
+// With chunk_max given, each logit is also replaced in place by its
+// exponential exp(l[r, c] - chunk_max[r]), chunk_max[r] receiving the row's max
+// over this chunk: the backward then needs a multiply, not another exp
+// (softmax_grad_rows_from_exp); in bf16 the stored exponentials carry a
+// relative error of 2^-9 where stored logits would carry |l| 2^-9.
+void logsumexp_rows(const LogitRows& logits, float* run_max, float* run_sum, Targets targets, float* target_logit,
+                    float* chunk_max = nullptr);
 
 // In place, per row r and column c:
 //   l[r, c] <- (exp(l[r, c] - lse[r]) - [c is r's target]) * scale[r],
 // the gradient of scale[r] * cross-entropy with respect to the logits.
 void softmax_grad_rows(const LogitRows& logits, const float* lse, const float* scale, Targets targets);
+
+// The same gradient from the exponentials logsumexp_rows stored, in place:
+//   e[r, c] <- (e[r, c] exp(chunk_max[r] - lse[r]) - [c is r's target]) * scale[r].
+void softmax_grad_rows_from_exp(const LogitRows& exps, const float* chunk_max, const float* lse, const float* scale,
+                                Targets targets);
 
 // The Highway target the two functions above run on here ("AVX3", "AVX2",
 // "NEON", ..., or "scalar reference" in a build without Highway).
@@ -52,8 +63,11 @@ std::vector<std::string> lm_softmax_targets();
 void lm_softmax_force_target(const std::string& name);
 
 namespace reference {
-void logsumexp_rows(const LogitRows& logits, float* run_max, float* run_sum, Targets targets, float* target_logit);
+void logsumexp_rows(const LogitRows& logits, float* run_max, float* run_sum, Targets targets, float* target_logit,
+                    float* chunk_max = nullptr);
 void softmax_grad_rows(const LogitRows& logits, const float* lse, const float* scale, Targets targets);
+void softmax_grad_rows_from_exp(const LogitRows& exps, const float* chunk_max, const float* lse, const float* scale,
+                                Targets targets);
 }  // namespace reference
 
 }  // namespace prism::kernels::cpu

@@ -4,8 +4,13 @@
 
 namespace prism::kernels::cpu {
 
-void logsumexp_rows(const LogitRows& l, float* run_max, float* run_sum, Targets t, float* target_logit) {
-  reference::logsumexp_rows(l, run_max, run_sum, t, target_logit);
+void logsumexp_rows(const LogitRows& l, float* run_max, float* run_sum, Targets t, float* target_logit,
+                    float* chunk_max) {
+  reference::logsumexp_rows(l, run_max, run_sum, t, target_logit, chunk_max);
+}
+void softmax_grad_rows_from_exp(const LogitRows& e, const float* chunk_max, const float* lse, const float* scale,
+                                Targets t) {
+  reference::softmax_grad_rows_from_exp(e, chunk_max, lse, scale, t);
 }
 void softmax_grad_rows(const LogitRows& l, const float* lse, const float* scale, Targets t) {
   reference::softmax_grad_rows(l, lse, scale, t);

@@ -69,6 +69,24 @@ TEST_CASE("LM-head softmax kernels: every SIMD target against the reference and 
     CHECK((gl.to(torch::kDouble) - grad_ref).abs().max().item<double>() < tol);
     // Columns past the row's end (up to the stride) are not written.
     CHECK(torch::equal(g.narrow(1, cols, ld - cols), buffer.narrow(1, cols, ld - cols)));
+
+    // Kept-logits mode: the statistics again, the logits replaced by exponentials against
+    // the chunk's row max, and the gradient from those by a multiply.
+    auto m2 = m0.clone(), s2 = s0.clone(), tl2 = torch::full({N}, -7.0f), cmax = torch::empty({N});
+    auto e = buffer.clone();
+    auto el = e.narrow(1, 0, cols);
+    auto er = rows_of(el);
+    if (reference) kc::reference::logsumexp_rows(er, m2.data_ptr<float>(), s2.data_ptr<float>(), {t.data_ptr<int64_t>(), offset}, tl2.data_ptr<float>(), cmax.data_ptr<float>());
+    else kc::logsumexp_rows(er, m2.data_ptr<float>(), s2.data_ptr<float>(), {t.data_ptr<int64_t>(), offset}, tl2.data_ptr<float>(), cmax.data_ptr<float>());
+    CHECK(((m2.to(torch::kDouble) + s2.to(torch::kDouble).log()) - lse_ref).abs().max().item<double>() < 1e-5);
+    CHECK((tl2.to(torch::kDouble) - want_tl).abs().max().item<double>() < 1e-6);
+    CHECK(torch::equal(cmax, std::get<0>(l.to(torch::kFloat).max(1))));
+    const double etol = dtype == torch::kFloat ? 1e-6 : 4e-3;  // bf16: the stored exponential's rounding (<= 1)
+    CHECK((el.to(torch::kDouble) - (lf - cmax.to(torch::kDouble).unsqueeze(1)).exp()).abs().max().item<double>() < etol);
+    if (reference) kc::reference::softmax_grad_rows_from_exp(er, cmax.data_ptr<float>(), lse.data_ptr<float>(), scale.data_ptr<float>(), {t.data_ptr<int64_t>(), offset});
+    else kc::softmax_grad_rows_from_exp(er, cmax.data_ptr<float>(), lse.data_ptr<float>(), scale.data_ptr<float>(), {t.data_ptr<int64_t>(), offset});
+    CHECK((el.to(torch::kDouble) - grad_ref).abs().max().item<double>() < tol);
+    CHECK(torch::equal(e.narrow(1, cols, ld - cols), buffer.narrow(1, cols, ld - cols)));
   };
   SECTION("scalar reference") { run(true); }
   for (const auto& name : targets) {

@@ -53,11 +53,13 @@ RowStats start_stats(int64_t N, const torch::TensorOptions& f32, bool cpu) {
   return s;
 }
 
-// Folds one chunk of logits l = (N, vc), vocabulary ids [v0, v0 + vc), into the statistics.
-void fold_chunk(const torch::Tensor& l, int64_t v0, const torch::Tensor& targets, RowStats& s) {
+// Folds one chunk of logits l = (N, vc), vocabulary ids [v0, v0 + vc), into the
+// statistics. With chunk_max (CPU only), l is left holding exp(l - chunk_max).
+void fold_chunk(const torch::Tensor& l, int64_t v0, const torch::Tensor& targets, RowStats& s,
+                float* chunk_max = nullptr) {
   if (l.device().is_cpu()) {
     kc::logsumexp_rows(logit_rows(l), s.max.data_ptr<float>(), s.sum.data_ptr<float>(),
-                       kc::Targets{targets.data_ptr<int64_t>(), v0}, s.target_logit.data_ptr<float>());
+                       kc::Targets{targets.data_ptr<int64_t>(), v0}, s.target_logit.data_ptr<float>(), chunk_max);
     return;
   }
   const int64_t vc = l.size(1);
@@ -128,17 +130,20 @@ class LmHeadCrossEntropy : public torch::autograd::Function<LmHeadCrossEntropy> 
     const int64_t n_chunks = (V + chunk - 1) / chunk;
     torch::Tensor kept = keep_logits ? workspace(kept_slot, n_chunks * N * chunk, x.options()) : torch::Tensor();
     torch::Tensor scratch = keep_logits ? torch::Tensor() : workspace(scratch_slot, N * chunk, x.options());
+    // On the CPU the kept chunks hold exponentials against each chunk's row max
+    // (chunk_max, (n_chunks, N)): the backward multiplies instead of exponentiating again.
+    torch::Tensor chunk_max = keep_logits && cpu ? torch::empty({n_chunks, N}, f32) : torch::Tensor();
     for (int64_t c = 0; c < n_chunks; ++c) {
       const int64_t v0 = c * chunk, vc = std::min(chunk, V - v0);
       auto l = keep_logits ? kept_chunk(kept, c, N, chunk, vc) : scratch.narrow(0, 0, N * vc).view({N, vc});
       torch::mm_out(l, x, w.narrow(0, v0, vc).t());
-      fold_chunk(l, v0, targets, st);
+      fold_chunk(l, v0, targets, st, chunk_max.defined() ? chunk_max[c].data_ptr<float>() : nullptr);
     }
     auto lse = finish_stats(st);
     auto valid = (targets >= 0).to(torch::kFloat);
     auto count = valid.sum().clamp_min(1.0);
     auto loss = ((lse - st.target_logit) * valid).sum() / count;
-    ctx->save_for_backward({x, w, targets, lse, count, kept});
+    ctx->save_for_backward({x, w, targets, lse, count, kept, chunk_max});
     ctx->saved_data["chunk"] = chunk;
     ctx->saved_data["keep"] = keep_logits;
     ctx->saved_data["x_dtype"] = static_cast<int64_t>(x_in.scalar_type());
@@ -149,6 +154,7 @@ class LmHeadCrossEntropy : public torch::autograd::Function<LmHeadCrossEntropy> 
   static variable_list backward(AutogradContext* ctx, variable_list grad_out) {
     auto saved = ctx->get_saved_variables();
     auto x = saved[0], w = saved[1], targets = saved[2], lse = saved[3], count = saved[4], kept = saved[5];
+    auto chunk_max = saved[6];
     const int64_t chunk = ctx->saved_data["chunk"].toInt();
     const int64_t N = x.size(0), V = w.size(0), d = x.size(1);
     const auto xd = static_cast<c10::ScalarType>(ctx->saved_data["x_dtype"].toInt());
@@ -169,12 +175,16 @@ class LmHeadCrossEntropy : public torch::autograd::Function<LmHeadCrossEntropy> 
       auto wc = w.narrow(0, v0, vc);
       torch::Tensor p;
       if (keep) {
-        p = kept_chunk(kept, c, N, chunk, vc);  // the kept logits become their gradient
+        p = kept_chunk(kept, c, N, chunk, vc);  // the kept logits (or exponentials) become their gradient
       } else {
         p = scratch.narrow(0, 0, N * vc).view({N, vc});
         torch::mm_out(p, x, wc.t());  // the chunk's logits again
       }
-      chunk_grad(p, v0, targets, lse, row_scale);
+      if (chunk_max.defined())
+        kc::softmax_grad_rows_from_exp(logit_rows(p), chunk_max[c].data_ptr<float>(), lse.data_ptr<float>(),
+                                       row_scale.data_ptr<float>(), kc::Targets{targets.data_ptr<int64_t>(), v0});
+      else
+        chunk_grad(p, v0, targets, lse, row_scale);
       if (low) {
         auto gw = gw_part.narrow(0, 0, vc);
         torch::mm_out(gw, p.t(), x);
