@@ -16,6 +16,12 @@ namespace {
 torch::nn::Linear linear(int64_t in, int64_t out, bool bias) {
   return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(bias));
 }
+
+// y = x W^T + b through ATen's linear: one addmm with the bias for any batch
+// shape (under autocast, one bf16 addmm). The C++ frontend's Linear::forward
+// does a matmul and then adds the bias over the whole output in a second pass,
+// a mixed-dtype one under autocast (fp32 bias into bf16 output).
+torch::Tensor affine(const torch::nn::Linear& l, const torch::Tensor& x) { return torch::linear(x, l->weight, l->bias); }
 }  // namespace
 
 LayerNormImpl::LayerNormImpl(int64_t d, bool bias) {
@@ -38,14 +44,14 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x, const att
                                                torch::Tensor* distance) {
   const int64_t B = x.size(0), T = x.size(1), C = x.size(2);
   // (B, T, 3, H, D): q, k, v are strided views, no copies.
-  auto qkv = c_attn(x).view({B, T, 3, n_head, head_dim});
+  auto qkv = affine(c_attn, x).view({B, T, 3, n_head, head_dim});
   attention::Options opt = attn;
   opt.dropout_p = is_training() ? dropout : 0.0;
   opt.want_distance = distance != nullptr;
   auto res = attention::causal_attention(qkv.select(2, 0), qkv.select(2, 1), qkv.select(2, 2), opt);
   if (distance) *distance = res.distance;
   auto y = res.out.reshape({B, T, C});
-  return resid_dropout(c_proj(y));
+  return resid_dropout(affine(c_proj, y));
 }
 
 MLPImpl::MLPImpl(const ModelConfig& cfg) {
@@ -56,7 +62,7 @@ MLPImpl::MLPImpl(const ModelConfig& cfg) {
 
 torch::Tensor MLPImpl::forward(const torch::Tensor& x) {
   // GPT-2's GELU is the tanh approximation.
-  return dropout(c_proj(F::gelu(c_fc(x), F::GELUFuncOptions().approximate("tanh"))));
+  return dropout(affine(c_proj, F::gelu(affine(c_fc, x), F::GELUFuncOptions().approximate("tanh"))));
 }
 
 BlockImpl::BlockImpl(const ModelConfig& cfg, int n_head) {
