@@ -95,6 +95,11 @@ std::string status_in_file(const std::string& path) {
   return attribute_type(f, "status");
 }
 
+// /eval/cycle/inner/back: a hard link to /eval/cycle, its own ancestor.
+void hdf5_link_back(H5::H5File& f) {
+  REQUIRE(H5Lcreate_hard(f.getId(), "eval/cycle", f.getId(), "eval/cycle/inner/back", H5P_DEFAULT, H5P_DEFAULT) >= 0);
+}
+
 void require_error(const std::function<void()>& f, const std::vector<std::string>& parts) {
   try {
     f();
@@ -326,6 +331,24 @@ TEST_CASE("strings: string types a reader cannot trust are refused by name", "[s
     });
     require_error([&] { RunReader(h5).read_group("eval/long"); },
                   {"cannot read /eval/long", "claims 100000000 strings of 64 bytes", "damaged", h5});
+    edit([](H5::H5File& f) {  // numbers too (found by the run_h5 harness: 32 GB asked for)
+      H5::Group g = f.createGroup("eval/many");
+      const hsize_t n = hsize_t{1} << 32, chunk = 1024;
+      H5::DSetCreatPropList plist;
+      plist.setChunk(1, &chunk);
+      g.createDataSet("n", H5::PredType::STD_I64LE, H5::DataSpace(1, &n), plist);
+    });
+    require_error([&] { RunReader(h5).read_group("eval/many"); },
+                  {"cannot read /eval/many", "claims 4294967296 values of 8 bytes", h5});
+  }
+  SECTION("a result group whose subgroup links back to it (found by the run_h5 harness: it never returned)") {
+    edit([](H5::H5File& f) {
+      H5::Group g = f.createGroup("eval/cycle");
+      g.createGroup("inner");
+      hdf5_link_back(f);
+    });
+    require_error([&] { RunReader(h5).read_group("eval/cycle"); },
+                  {"cannot read /eval/cycle", "group inner/back is linked twice", h5});
   }
   SECTION("a status that is not a string, or not one string") {
     edit([](H5::H5File& f) {

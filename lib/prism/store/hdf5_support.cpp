@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <optional>
+#include <set>
 #include <vector>
 
 namespace prism::hdf5 {
@@ -180,6 +181,16 @@ std::optional<ResultArray::Type> array_type(const H5::DataSet& ds) {
   }
 }
 
+// Values the file claims but does not store (an extent far beyond the allocated storage:
+// damaged, or never written) would be read as fill into memory sized by the claim; the
+// factor leaves room for compression (the rule of run_reader.cpp's series).
+void check_stored(const H5::DataSet& ds, size_t n, size_t element_bytes, const char* what) {
+  const double claimed = double(n) * double(element_bytes);
+  if (claimed > 64.0 * double(ds.getStorageSize()) + double(1 << 20))
+    refuse("read", fmt::format("dataset {} claims {} {} of {} bytes but stores {} bytes: its extent is damaged",
+                               ds.getObjName(), n, what, element_bytes, ds.getStorageSize()));
+}
+
 std::vector<std::string> read_strings(const H5::DataSet& ds, size_t n) {
   const H5::StrType type = ds.getStrType();
   std::vector<std::string> out(n);
@@ -190,13 +201,8 @@ std::vector<std::string> read_strings(const H5::DataSet& ds, size_t n) {
     for (size_t i = 0; i < n; ++i) out[i] = raw[i] ? raw[i] : "";
     H5::DataSet::vlenReclaim(raw.data(), type, ds.getSpace());
   } else {
-    const std::string what = fmt::format("dataset {}", ds.getObjName());
-    const size_t width = checked_width(type, what);
-    // Strings the file claims but does not store would be read as fill into memory sized by the claim.
-    const double claimed = double(n) * double(width);
-    if (claimed > 64.0 * double(ds.getStorageSize()) + double(1 << 20))
-      refuse("read", fmt::format("{} claims {} strings of {} bytes but stores {} bytes: its extent is damaged", what, n,
-                                 width, ds.getStorageSize()));
+    const size_t width = checked_width(type, fmt::format("dataset {}", ds.getObjName()));
+    check_stored(ds, n, width, "strings");
     std::vector<char> raw(n * width);
     ds.read(raw.data(), type);
     for (size_t i = 0; i < n; ++i) out[i] = from_fixed(raw.data() + i * width, width);
@@ -206,6 +212,7 @@ std::vector<std::string> read_strings(const H5::DataSet& ds, size_t n) {
 
 template <class T>
 std::vector<T> read_values(const H5::DataSet& ds, size_t n, const H5::PredType& memory) {
+  check_stored(ds, n, sizeof(T), "values");
   std::vector<T> out(n);
   if (n) ds.read(out.data(), memory);
   return out;
@@ -278,12 +285,27 @@ void read_array(const H5::DataSet& ds, const std::string& name, ResultGroup& out
   }
 }
 
-void read_into(const H5::Group& g, const std::string& prefix, ResultGroup& out) {
+haddr_t address_of(const H5::Group& g) {
+  H5O_info_t info;
+  check(H5Oget_info2(g.getId(), &info, H5O_INFO_BASIC), "H5Oget_info2");
+  return info.addr;
+}
+
+// `seen` holds the groups read so far: a group reached twice (a hard link back to an
+// enclosing group, or a second name for one) is refused, since following it never ends
+// or multiplies the paths (found by the run_h5 harness: a cycle of links never returned).
+void read_into(const H5::Group& g, const std::string& prefix, ResultGroup& out, std::set<haddr_t>& seen) {
   for (hsize_t i = 0; i < g.getNumObjs(); ++i) {
     std::string name = g.getObjnameByIdx(i);
     H5O_type_t type = g.childObjType(name);
-    if (type == H5O_TYPE_GROUP) read_into(g.openGroup(name), prefix + name + "/", out);
-    else if (type == H5O_TYPE_DATASET) read_array(g.openDataSet(name), prefix + name, out);
+    if (type == H5O_TYPE_GROUP) {
+      H5::Group child = g.openGroup(name);
+      if (!seen.insert(address_of(child)).second)
+        refuse("read", fmt::format("group {}{} is linked twice (a cycle of links?): not a file Prism writes", prefix, name));
+      read_into(child, prefix + name + "/", out, seen);
+    } else if (type == H5O_TYPE_DATASET) {
+      read_array(g.openDataSet(name), prefix + name, out);
+    }
   }
 }
 
@@ -303,7 +325,8 @@ void write_result_group_into(H5::Group& g, const ResultGroup& group) {
 
 ResultGroup read_result_group(const H5::Group& group) {
   ResultGroup out;
-  read_into(group, "", out);
+  std::set<haddr_t> seen = {address_of(group)};
+  read_into(group, "", out, seen);
   for (int i = 0; i < group.getNumAttrs(); ++i) {
     H5::Attribute a = group.openAttribute(static_cast<unsigned>(i));
     if (a.getSpace().getSimpleExtentNpoints() != 1) continue;
