@@ -19,9 +19,7 @@ class Run:
         with h5py.File(path, "r", swmr=True) as f:
             self.heads = [int(h) for h in f.attrs["heads"]]
             self.seed = int(f.attrs["seed"])
-            self.config = f.attrs["config"]
-            if isinstance(self.config, bytes):
-                self.config = self.config.decode()
+            self.config = text(f.attrs["config"])
         m = re.search(r"^\s*d_model:\s*(\d+)", self.config, re.M)
         self.d_model = int(m.group(1)) if m else None
 
@@ -47,9 +45,23 @@ class Run:
                 return None
             g = f[name]
             data = {}
-            g.visititems(lambda k, v: data.__setitem__(k, v[()]) if isinstance(v, h5py.Dataset) else None)
-            attrs = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in g.attrs.items()}
+            g.visititems(lambda k, v: data.__setitem__(k, values(v)) if isinstance(v, h5py.Dataset) else None)
+            attrs = {k: text(v) for k, v in g.attrs.items()}
             return data, attrs
+
+
+def values(dataset):
+    """A dataset's values; strings (fixed-length, or variable-length in older runs) as str."""
+    v = dataset[()]
+    if isinstance(v, np.ndarray) and v.dtype.kind in "OS":
+        return np.array([text(x) for x in v.ravel()], dtype=object).reshape(v.shape)
+    return text(v)
+
+
+def text(value):
+    """A string attribute as str: Prism writes fixed-length UTF-8 (h5py gives numpy bytes, NULs
+    stripped); runs written before that, and other tools, write variable-length ones (str)."""
+    return value.decode("utf-8") if isinstance(value, bytes) else value
 
 
 def compact(heads):

@@ -13,8 +13,8 @@ import numpy as np
 
 
 def plain(v):
-    if isinstance(v, bytes):
-        return v.decode()
+    if isinstance(v, bytes):  # a fixed-length UTF-8 string (numpy bytes, NULs stripped)
+        return v.decode("utf-8")
     if isinstance(v, np.ndarray):
         return plain(v.tolist())
     if isinstance(v, np.generic):

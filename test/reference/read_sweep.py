@@ -12,10 +12,11 @@ import numpy as np
 
 
 def plain(v):
+    # Strings: fixed-length UTF-8 (numpy bytes, NULs stripped) or, in older files, variable-length.
     if isinstance(v, bytes):
-        return v.decode()
+        return v.decode("utf-8")
     if isinstance(v, np.ndarray):
-        return [plain(x) for x in v] if v.dtype == object else v.tolist()
+        return [plain(x) for x in v] if v.dtype.kind in "OS" else v.tolist()
     if isinstance(v, np.generic):
         return v.item()
     return v

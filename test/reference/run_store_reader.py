@@ -45,9 +45,22 @@ def to_json(value):
         return int(value)
     if isinstance(value, (np.floating,)):
         return to_json(float(value))
-    if isinstance(value, bytes):
-        return value.decode()
+    if isinstance(value, bytes):  # a fixed-length UTF-8 string (numpy bytes, NULs stripped)
+        return value.decode("utf-8")
     return value
+
+
+def string_type(attrs, name):
+    """How a string attribute is stored: 'fixed utf-8 nullpad 9', 'variable utf-8', ...; None for other types."""
+    t = attrs.get_id(name).get_type()
+    if not isinstance(t, h5py.h5t.TypeStringID):
+        return None
+    cset = {h5py.h5t.CSET_UTF8: "utf-8", h5py.h5t.CSET_ASCII: "ascii"}.get(t.get_cset(), str(t.get_cset()))
+    if t.is_variable_str():
+        return f"variable {cset}"
+    pad = {h5py.h5t.STR_NULLPAD: "nullpad", h5py.h5t.STR_NULLTERM: "nullterm",
+           h5py.h5t.STR_SPACEPAD: "spacepad"}[t.get_strpad()]
+    return f"fixed {cset} {pad} {t.get_size()}"
 
 
 def dump(path):
@@ -56,10 +69,13 @@ def dump(path):
         out["attrs"] = {k: to_json(f.attrs[k]) for k in f.attrs}
         out["attr_types"] = {k: type(f.attrs[k]).__name__ + ":" + str(getattr(f.attrs[k], "dtype", ""))
                              for k in f.attrs}
+        out["attr_string_types"] = {k: string_type(f.attrs, k) for k in f.attrs if string_type(f.attrs, k)}
 
         def visit(name, obj):
             if isinstance(obj, h5py.Dataset):
                 out["datasets"][name] = {
+                    "string_type": None if obj.dtype.kind not in "OS" else
+                    f"{'variable' if obj.dtype.kind == 'O' else 'fixed'} {obj.id.get_type().get_size()}",
                     "shape": list(obj.shape),
                     "maxshape": list(obj.maxshape) if obj.maxshape is not None else None,
                     "chunks": list(obj.chunks) if obj.chunks else None,
@@ -136,7 +152,7 @@ def follow(path, signal, train_rows):
     while time.monotonic() < deadline:
         try:
             with open_live(path) as f:
-                status = f.attrs["status"]
+                status = to_json(f.attrs["status"])
                 heads = [int(h) for h in f.attrs["heads"]]
                 n_train = check_prefix(f, "train", train_row)
                 n_val = check_prefix(f, "val", val_row)

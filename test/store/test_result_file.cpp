@@ -74,9 +74,9 @@ TEST_CASE("result file: h5py reads the dtypes and values that were written", "[s
   const std::string script =
       "import h5py,sys\n"
       "f=h5py.File(sys.argv[1],'r')\n"
-      "print('attr', f.attrs['name'])\n"
+      "print('attr', f.attrs['name'].decode('utf-8'))\n"
       "f.visititems(lambda n,o: print(n, o.dtype.str if o.dtype.kind!='O' else 'str', o.shape, "
-      "[x.decode() if isinstance(x,bytes) else x for x in o[()].ravel().tolist()]) "
+      "[x.decode('utf-8') if isinstance(x,bytes) else x for x in o[()].ravel().tolist()]) "
       "if isinstance(o,h5py.Dataset) else None)\n";
   test::write_file(dir.file("dtypes.py"), script);
   const auto r = test::run(fmt::format("'{}' '{}' '{}'", PRISM_PYTHON, dir.file("dtypes.py"), path));
@@ -88,8 +88,10 @@ TEST_CASE("result file: h5py reads the dtypes and values that were written", "[s
   CHECK_THAT(r.output, Catch::Contains("trials/steps <i8 (3,) [1, 1099511627776, -5]"));
   CHECK_THAT(r.output, Catch::Contains("trials/loss <f8 (3,) [1.5, nan, -0.25]"));
   CHECK_THAT(r.output, Catch::Contains("trials/heads <i4 (3, 2) [1, 2, 3, 4, 5, 6]"));
-  CHECK_THAT(r.output, Catch::Contains("trials/name str (3,) ['a', '', 'c,\"d\"']"));
-  CHECK_THAT(r.output, Catch::Contains("trials/param/train.lr str (3,)"));
+  // Strings are fixed-length (numpy bytes, as wide as the longest value), decoded as UTF-8.
+  CHECK_THAT(r.output, Catch::Contains("trials/name |S5 (3,) ['a', '', 'c,\"d\"']"));
+  CHECK_THAT(r.output, Catch::Contains("trials/param/train.lr |S4 (3,) ['1e-3', '2e-3', '3e-3']"));
+  CHECK_THAT(r.output, Catch::Contains("empty/name |S1 (0,) []"));
   CHECK_THAT(r.output, Catch::Contains("empty/loss <f8 (0,) []"));
 }
 

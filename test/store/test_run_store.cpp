@@ -214,7 +214,11 @@ TEST_CASE("RunStore writes the DESIGN.md schema, and h5py reads every row and at
   CHECK(a["prism_version"] == "0.1.0-test");
   CHECK(d["attr_types"]["heads"] == "ndarray:int32");
   CHECK(d["attr_types"]["seed"] == "uint64:uint64");
-  CHECK(d["attr_types"]["status"] == "str:");
+  // Strings are fixed-length UTF-8 (h5py: numpy bytes), never variable-length (global heap).
+  CHECK(d["attr_types"]["status"] == "bytes_:|S9");
+  CHECK(d["attr_string_types"] == json({{"config", fmt::format("fixed utf-8 nullpad {}", attributes().config.size())},
+                                        {"status", "fixed utf-8 nullpad 9"},
+                                        {"prism_version", "fixed utf-8 nullpad 10"}}));
   CHECK(d["attr_types"]["unigram_val_loss"] == "float64:float64");
   CHECK(a["unigram_val_loss"].is_null());  // unknown here: NaN
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <optional>
+#include <set>
 #include <vector>
 
 namespace prism::hdf5 {
@@ -63,24 +64,86 @@ void check(herr_t result, const char* function) {
   if (result < 0) throw H5::Exception(function, "failed");
 }
 
-H5::StrType utf8_string() {
-  H5::StrType type(H5::PredType::C_S1, H5T_VARIABLE);
+H5::StrType utf8_string(size_t width) {
+  H5::StrType type(H5::PredType::C_S1, std::max<size_t>(width, 1));
   type.setCset(H5T_CSET_UTF8);
+  type.setStrpad(H5T_STR_NULLPAD);
   return type;
 }
 
-void write_string_attribute(H5::H5Object& object, const char* name, const std::string& value) {
-  H5::StrType type = utf8_string();
-  H5::Attribute attribute = object.attrExists(name) ? object.openAttribute(name)
-                                                     : object.createAttribute(name, type, H5::DataSpace(H5S_SCALAR));
-  attribute.write(type, value);
+namespace {
+
+// Refuses what the file claims (HDF5's error stack holds nothing for it).
+[[noreturn]] void refuse(const char* function, const std::string& message) {
+  last_error().clear();
+  throw H5::Exception(function, message);
+}
+
+// Checks a fixed-length string width read from a file.
+size_t checked_width(const H5::StrType& type, const std::string& what) {
+  const size_t width = type.getSize();
+  if (width == 0 || width > kMaxStringBytes)
+    refuse("read", fmt::format("{} claims strings {} bytes wide (1 to {} expected): damaged", what, width, kMaxStringBytes));
+  return width;
+}
+
+// A fixed-length string of `width` bytes, up to its first NUL (padding, or a C terminator).
+std::string from_fixed(const char* data, size_t width) { return std::string(data, strnlen(data, width)); }
+
+}  // namespace
+
+bool is_variable_string_attribute(const H5::H5Object& object, const char* name) {
+  if (!object.attrExists(name)) return false;
+  H5::Attribute attribute = object.openAttribute(name);
+  return attribute.getTypeClass() == H5T_STRING && attribute.getStrType().isVariableStr();
+}
+
+void write_string_attribute(H5::H5Object& object, const char* name, const std::string& value, size_t width) {
+  width = std::max({width, value.size(), size_t{1}});
+  if (object.attrExists(name)) {
+    H5::Attribute existing = object.openAttribute(name);
+    const bool fits = existing.getTypeClass() == H5T_STRING && !existing.getStrType().isVariableStr() &&
+                      existing.getStrType().getSize() >= value.size() &&
+                      existing.getSpace().getSimpleExtentType() == H5S_SCALAR;
+    if (fits) {
+      const H5::StrType type = utf8_string(existing.getStrType().getSize());
+      std::vector<char> padded(type.getSize(), '\0');
+      std::copy(value.begin(), value.end(), padded.begin());
+      existing.write(type, padded.data());
+      return;
+    }
+    existing.close();
+    object.removeAttr(name);
+  }
+  const H5::StrType type = utf8_string(width);
+  std::vector<char> padded(width, '\0');
+  std::copy(value.begin(), value.end(), padded.begin());
+  object.createAttribute(name, type, H5::DataSpace(H5S_SCALAR)).write(type, padded.data());
+}
+
+std::string read_string_attribute(const H5::Attribute& attribute) {
+  const std::string what = fmt::format("attribute '{}'", attribute.getName());
+  if (attribute.getTypeClass() != H5T_STRING) refuse("read", what + " is not a string");
+  if (attribute.getSpace().getSimpleExtentNpoints() != 1) refuse("read", what + " is not a single string");
+  const H5::StrType file_type = attribute.getStrType();
+  if (file_type.isVariableStr()) {
+    // Older files: the value lives in the global heap, read as before.
+    std::string value;
+    attribute.read(file_type, value);
+    if (value.size() > kMaxStringBytes) refuse("read", fmt::format("{} holds {} bytes: damaged", what, value.size()));
+    return value;
+  }
+  const size_t width = checked_width(file_type, what);
+  if (attribute.getStorageSize() < width)
+    refuse("read", fmt::format("{} is {} bytes wide but stores {}: damaged", what, width, attribute.getStorageSize()));
+  std::vector<char> raw(width);
+  // The file's own type as the memory type: bytes are copied, never converted.
+  attribute.read(file_type, raw.data());
+  return from_fixed(raw.data(), width);
 }
 
 std::string read_string_attribute(const H5::H5Object& object, const char* name) {
-  H5::Attribute attribute = object.openAttribute(name);
-  std::string value;
-  attribute.read(attribute.getStrType(), value);
-  return value;
+  return read_string_attribute(object.openAttribute(name));
 }
 
 namespace {
@@ -95,7 +158,7 @@ ElementTypes element_types(ResultArray::Type type) {
     case ResultArray::Type::Int64: return {H5::PredType::STD_I64LE, H5::PredType::NATIVE_INT64};
     case ResultArray::Type::Int32: return {H5::PredType::STD_I32LE, H5::PredType::NATIVE_INT64};
     case ResultArray::Type::UInt64: return {H5::PredType::STD_U64LE, H5::PredType::NATIVE_UINT64};
-    case ResultArray::Type::String: return {utf8_string(), utf8_string()};
+    case ResultArray::Type::String: break;  // sized by its values: string_type()
     case ResultArray::Type::Float64: break;
   }
   return {H5::PredType::IEEE_F64LE, H5::PredType::NATIVE_DOUBLE};
@@ -118,39 +181,61 @@ std::optional<ResultArray::Type> array_type(const H5::DataSet& ds) {
   }
 }
 
+// Values the file claims but does not store (an extent far beyond the allocated storage:
+// damaged, or never written) would be read as fill into memory sized by the claim; the
+// factor leaves room for compression (the rule of run_reader.cpp's series).
+void check_stored(const H5::DataSet& ds, size_t n, size_t element_bytes, const char* what) {
+  const double claimed = double(n) * double(element_bytes);
+  if (claimed > 64.0 * double(ds.getStorageSize()) + double(1 << 20))
+    refuse("read", fmt::format("dataset {} claims {} {} of {} bytes but stores {} bytes: its extent is damaged",
+                               ds.getObjName(), n, what, element_bytes, ds.getStorageSize()));
+}
+
 std::vector<std::string> read_strings(const H5::DataSet& ds, size_t n) {
   const H5::StrType type = ds.getStrType();
   std::vector<std::string> out(n);
   if (n == 0) return out;
-  if (type.isVariableStr()) {
+  if (type.isVariableStr()) {  // older files
     std::vector<char*> raw(n, nullptr);
     ds.read(raw.data(), type);
     for (size_t i = 0; i < n; ++i) out[i] = raw[i] ? raw[i] : "";
     H5::DataSet::vlenReclaim(raw.data(), type, ds.getSpace());
   } else {
-    const size_t width = type.getSize();
+    const size_t width = checked_width(type, fmt::format("dataset {}", ds.getObjName()));
+    check_stored(ds, n, width, "strings");
     std::vector<char> raw(n * width);
     ds.read(raw.data(), type);
-    for (size_t i = 0; i < n; ++i) out[i].assign(raw.data() + i * width, strnlen(raw.data() + i * width, width));
+    for (size_t i = 0; i < n; ++i) out[i] = from_fixed(raw.data() + i * width, width);
   }
   return out;
 }
 
 template <class T>
 std::vector<T> read_values(const H5::DataSet& ds, size_t n, const H5::PredType& memory) {
+  check_stored(ds, n, sizeof(T), "values");
   std::vector<T> out(n);
   if (n) ds.read(out.data(), memory);
   return out;
 }
 
-const void* values_of(const ResultArray& a, std::vector<const char*>& text) {
+// A string array's element type: as wide as its longest value (at least 1 byte).
+H5::StrType string_type(const ResultArray& a) {
+  size_t width = 1;
+  for (const auto& s : a.strings) width = std::max(width, s.size());
+  return utf8_string(width);
+}
+
+const void* values_of(const ResultArray& a, std::vector<char>& text) {
   switch (a.type) {
     case ResultArray::Type::Int64:
     case ResultArray::Type::Int32: return a.integer.data();
     case ResultArray::Type::UInt64: return a.unsigned_integer.data();
-    case ResultArray::Type::String:
-      for (const auto& s : a.strings) text.push_back(s.c_str());
+    case ResultArray::Type::String: {
+      const size_t width = string_type(a).getSize();
+      text.assign(a.strings.size() * width, '\0');  // NUL-padded
+      for (size_t i = 0; i < a.strings.size(); ++i) std::copy(a.strings[i].begin(), a.strings[i].end(), text.begin() + i * width);
       return text.data();
+    }
     case ResultArray::Type::Float64: break;
   }
   return a.real.data();
@@ -167,9 +252,10 @@ void write_array(H5::Group& g, const std::string& path, const ResultArray& array
   std::vector<hsize_t> dims(array.shape.begin(), array.shape.end());
   H5::DataSpace space = dims.empty() ? H5::DataSpace(H5S_SCALAR)
                                      : H5::DataSpace(static_cast<int>(dims.size()), dims.data());
-  const ElementTypes types = element_types(array.type);
+  ElementTypes types = element_types(array.type);
+  if (array.type == ResultArray::Type::String) types.file = types.memory = string_type(array);
   H5::DataSet ds = g.createDataSet(path, types.file, space);
-  std::vector<const char*> text;
+  std::vector<char> text;
   if (array.size() > 0) ds.write(values_of(array, text), types.memory);
 }
 
@@ -199,12 +285,27 @@ void read_array(const H5::DataSet& ds, const std::string& name, ResultGroup& out
   }
 }
 
-void read_into(const H5::Group& g, const std::string& prefix, ResultGroup& out) {
+haddr_t address_of(const H5::Group& g) {
+  H5O_info_t info;
+  check(H5Oget_info2(g.getId(), &info, H5O_INFO_BASIC), "H5Oget_info2");
+  return info.addr;
+}
+
+// `seen` holds the groups read so far: a group reached twice (a hard link back to an
+// enclosing group, or a second name for one) is refused, since following it never ends
+// or multiplies the paths (found by the run_h5 harness: a cycle of links never returned).
+void read_into(const H5::Group& g, const std::string& prefix, ResultGroup& out, std::set<haddr_t>& seen) {
   for (hsize_t i = 0; i < g.getNumObjs(); ++i) {
     std::string name = g.getObjnameByIdx(i);
     H5O_type_t type = g.childObjType(name);
-    if (type == H5O_TYPE_GROUP) read_into(g.openGroup(name), prefix + name + "/", out);
-    else if (type == H5O_TYPE_DATASET) read_array(g.openDataSet(name), prefix + name, out);
+    if (type == H5O_TYPE_GROUP) {
+      H5::Group child = g.openGroup(name);
+      if (!seen.insert(address_of(child)).second)
+        refuse("read", fmt::format("group {}{} is linked twice (a cycle of links?): not a file Prism writes", prefix, name));
+      read_into(child, prefix + name + "/", out, seen);
+    } else if (type == H5O_TYPE_DATASET) {
+      read_array(g.openDataSet(name), prefix + name, out);
+    }
   }
 }
 
@@ -224,16 +325,15 @@ void write_result_group_into(H5::Group& g, const ResultGroup& group) {
 
 ResultGroup read_result_group(const H5::Group& group) {
   ResultGroup out;
-  read_into(group, "", out);
+  std::set<haddr_t> seen = {address_of(group)};
+  read_into(group, "", out, seen);
   for (int i = 0; i < group.getNumAttrs(); ++i) {
     H5::Attribute a = group.openAttribute(static_cast<unsigned>(i));
     if (a.getSpace().getSimpleExtentNpoints() != 1) continue;
     const std::string key = a.getName();
     const H5T_class_t cls = a.getTypeClass();
     if (cls == H5T_STRING) {
-      std::string value;
-      a.read(a.getStrType(), value);
-      out.text[key] = value;
+      out.text[key] = read_string_attribute(a);
     } else if (cls == H5T_FLOAT || cls == H5T_INTEGER) {
       double value = 0;
       a.read(H5::PredType::NATIVE_DOUBLE, &value);

@@ -24,7 +24,6 @@ using hdf5::check;
 using hdf5::last_error;
 using hdf5::QuietHdf5;
 using hdf5::read_string_attribute;
-using hdf5::utf8_string;
 using hdf5::write_string_attribute;
 
 constexpr hsize_t kSeriesChunk = 512;    // rows per chunk of a 1-D series (4 KiB)
@@ -36,6 +35,9 @@ constexpr off_t kLockByte = off_t{1} << 62;
 const std::vector<std::string> kTrainColumns = {"tokens", "loss", "lr", "grad_norm", "time_s"};
 const std::vector<std::string> kValColumns = {"tokens", "loss", "loss_se"};
 const char* const kStatuses[] = {"running", "completed", "failed"};
+// The status attribute is created this wide (the longest status), so that every later
+// status is written in place, padded, whatever the attribute's history.
+constexpr size_t kStatusWidth = 9;  // "completed"
 
 const char* const kAppendFix =
     "check free disk space and that nothing else writes the file; the rows flushed so far "
@@ -84,11 +86,21 @@ void write_root_attributes(H5::H5File& file, const RunAttributes& attrs) {
       .write(H5::PredType::NATIVE_INT, attrs.heads.data());
   file.createAttribute("seed", H5::PredType::STD_U64LE, H5::DataSpace(H5S_SCALAR))
       .write(H5::PredType::NATIVE_UINT64, &attrs.seed);
-  write_string_attribute(file, "status", "running");
+  write_string_attribute(file, "status", "running", kStatusWidth);
   write_string_attribute(file, "prism_version", attrs.prism_version);
   write_world_size(file, attrs.world_size);
   file.createAttribute("unigram_val_loss", H5::PredType::IEEE_F64LE, H5::DataSpace(H5S_SCALAR))
       .write(H5::PredType::NATIVE_DOUBLE, &attrs.unigram_val_loss);
+}
+
+// A file written by an older Prism holds its strings variable-length (in the
+// unchecksummed global heap); a writer converts them, outside SWMR mode, so that
+// a resumed run continues in the current format.
+void convert_string_attributes(H5::H5File& file, const RunAttributes& attrs, const std::string& status) {
+  if (hdf5::is_variable_string_attribute(file, "config")) write_string_attribute(file, "config", attrs.config);
+  if (hdf5::is_variable_string_attribute(file, "prism_version"))
+    write_string_attribute(file, "prism_version", attrs.prism_version);
+  if (hdf5::is_variable_string_attribute(file, "status")) write_string_attribute(file, "status", status, kStatusWidth);
 }
 
 RunAttributes read_root_attributes(const H5::H5File& file) {
@@ -493,6 +505,7 @@ RunStore RunStore::open_existing(const std::string& path) {
     add_missing_columns(*s.file);
     require_schema(path, *s.file, s.attrs.heads.size());
     s.status = read_string_attribute(*s.file, "status");
+    convert_string_attributes(*s.file, s.attrs, s.status);
   });
   return store;  // on a throw, ~RunStore closes the file and releases the lock
 }
@@ -504,7 +517,7 @@ RunStore RunStore::resume(const std::string& path, int64_t keep_through_step) {
     truncate_group(path, *s.file, "train", kTrainColumns, keep_through_step);
     truncate_group(path, *s.file, "val", kValColumns, keep_through_step);
     truncate_group(path, *s.file, "attention", attention_columns(s.attrs.heads.size()), keep_through_step);
-    write_string_attribute(*s.file, "status", "running");
+    write_string_attribute(*s.file, "status", "running", kStatusWidth);
     s.status = "running";
     s.file->flush(H5F_SCOPE_GLOBAL);
     s.start_live();
@@ -655,7 +668,7 @@ void RunStore::set_status(const std::string& status) {
     throw Error(fmt::format("unknown run status '{}'", status), path_, "use running, completed or failed");
   if (status == impl.status) return;
   impl.attempt("write the status attribute", kAppendFix, [&] {
-    impl.edit([&] { write_string_attribute(*impl.file, "status", status); });
+    impl.edit([&] { write_string_attribute(*impl.file, "status", status, kStatusWidth); });
   });
   impl.status = status;
 }
