@@ -191,12 +191,13 @@ struct Reference {
 };
 
 Reference time_pytorch(const std::string& python, const ModelConfig& mc, const HeadSchedule& s, bool bf16, int64_t B,
-                       int64_t T, int steps, int warmup, bool compiled) {
+                       int64_t T, int steps, int warmup, bool compiled, bool cpu_clock) {
   std::string cmd = fmt::format(
       "'{}' '{}/test/reference/train_reference.py' --d-model {} --heads {} --vocab {} --block {} --batch {} --seq {} "
-      "--steps {} --warmup {} --dtype {} --threads {}{} 2>&1",
+      "--steps {} --warmup {} --dtype {} --threads {} --clock {}{} 2>&1",
       python, reference_source_dir(), mc.d_model, fmt::join(s.heads(), ","), mc.vocab_size, mc.block_size, B, T, steps,
-      warmup, bf16 ? "bf16" : "fp32", torch::get_num_threads(), compiled ? " --compile" : "");
+      warmup, bf16 ? "bf16" : "fp32", torch::get_num_threads(), cpu_clock ? "cpu" : "wall",
+      compiled ? " --compile" : "");
   std::cerr << fmt::format("bench train: {} PyTorch {} reference loop ({}{} + {} steps) ...\n", bf16 ? "bf16" : "fp32",
                            compiled ? "torch.compile" : "eager", compiled ? "compilation, at least " : "", warmup, steps)
             << std::flush;
@@ -269,7 +270,7 @@ int run(const std::vector<std::string>& args) {
         ("profile-summary", po::bool_switch(), "profile a few more steps per dtype and arm and print where the time goes")
         ("profile", po::value<std::string>(), "write a Chrome trace of the timed steps (uniform and Prism) to this file")
         ("clock", po::value<std::string>()->default_value("wall"),
-         "wall, or cpu (process CPU time: steadier on a shared machine with --threads 1)")
+         "wall, or cpu (process CPU time, for Prism and the PyTorch loops alike: steadier on a shared machine with --threads 1)")
         ("python", po::value<std::string>()->default_value(reference_python()), "Python with torch for the reference");
     po::positional_options_description pos;
     po::variables_map vm;
@@ -333,10 +334,10 @@ int run(const std::vector<std::string>& args) {
       PeakMeter peak(bf16 ? torch::kBFloat16 : torch::kFloat, cpu_clock);
       peak.round(3);
       Reference eager, compiled;
-      if (with_eager) eager = time_pytorch(vm["python"].as<std::string>(), mc, uniform, bf16, B, T, steps, warmup, false);
+      if (with_eager) eager = time_pytorch(vm["python"].as<std::string>(), mc, uniform, bf16, B, T, steps, warmup, false, cpu_clock);
       peak.round();
       if (with_compiled) {
-        compiled = time_pytorch(vm["python"].as<std::string>(), mc, uniform, bf16, B, T, steps, warmup, true);
+        compiled = time_pytorch(vm["python"].as<std::string>(), mc, uniform, bf16, B, T, steps, warmup, true, cpu_clock);
         notes.push_back(fmt::format("{}: torch.compile took {:.1f} s beyond {} ordinary steps ({} warm-up steps until compiled)",
                                     name, compiled.compile_s, compiled.warmup_steps, compiled.warmup_steps));
       }

@@ -48,7 +48,10 @@ def main():
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--compile", action="store_true", help="torch.compile the model (compile time reported apart)")
+    ap.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                    help="wall, or cpu: process CPU time (as prism bench train --clock cpu)")
     a = ap.parse_args()
+    now = time.perf_counter if a.clock == "wall" else time.process_time
     if a.threads:
         torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
@@ -78,21 +81,21 @@ def main():
         return loss.item()
 
     warm_times = []
-    t_warm = time.perf_counter()
+    t_warm = now()
     while True:
-        t = time.perf_counter()
+        t = now()
         step()
-        warm_times.append(time.perf_counter() - t)
+        warm_times.append(now() - t)
         done = len(warm_times) >= max(a.warmup, 1)
         if a.compile:  # compiled (forward and backward) once a step is as fast as the one before
             done = done and len(warm_times) >= 3 and warm_times[-1] <= 1.5 * warm_times[-2]
         if done or len(warm_times) >= 50:
             break
-    warm_s = time.perf_counter() - t_warm
-    t0 = time.perf_counter()
+    warm_s = now() - t_warm
+    t0 = now()
     for _ in range(a.steps):
         loss = step()
-    dt = time.perf_counter() - t0
+    dt = now() - t0
     step_s = dt / a.steps
     print(json.dumps({"tokens_per_s": a.batch * a.seq * a.steps / dt, "seconds": dt, "loss": loss,
                       "threads": torch.get_num_threads(), "torch": torch.__version__,
