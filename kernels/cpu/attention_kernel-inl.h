@@ -28,6 +28,7 @@
 #endif
 
 #include "cpu/attention_cpu.h"
+#include "cpu/bf16.h"
 #include "cpu/workspace.h"
 #include "hwy/highway.h"
 
@@ -78,12 +79,7 @@ inline int64_t lanes() { return static_cast<int64_t>(hn::Lanes(DF())); }
 // bf16 is the top half of an fp32: widen by a shift; narrow rounding to
 // nearest even, NaN stays NaN.
 inline float to_float(float x) { return x; }
-inline float to_float(uint16_t h) {
-  const uint32_t u = static_cast<uint32_t>(h) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
+inline float to_float(uint16_t h) { return bf16_to_float(h); }
 HWY_INLINE VF widen_bf16(hn::Vec<DU16> h) { return hn::BitCast(DF(), hn::ShiftLeft<16>(hn::PromoteTo(DU(), h))); }
 HWY_INLINE hn::Vec<DU16> narrow_bf16(VF v) {
 #if PRISM_PAIRS

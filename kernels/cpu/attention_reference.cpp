@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cpu/attention_targets.h"
+#include "cpu/bf16.h"
 
 namespace prism::kernels::cpu::reference {
 
@@ -16,10 +17,7 @@ namespace {
 
 double load(const void* base, DType dtype, int64_t i) {
   if (dtype == DType::F32) return static_cast<const float*>(base)[i];
-  const uint32_t u = static_cast<uint32_t>(static_cast<const uint16_t*>(base)[i]) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
+  return bf16_to_float(static_cast<const uint16_t*>(base)[i]);
 }
 
 // Rounds to fp32, then (bf16 outputs) to the nearest even bf16.
@@ -29,11 +27,7 @@ void store(void* base, DType dtype, int64_t i, double value) {
     static_cast<float*>(base)[i] = f;
     return;
   }
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  const uint16_t h = (u & 0x7fffffffu) > 0x7f800000u ? static_cast<uint16_t>((u >> 16) | 0x40u)
-                                                     : static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-  static_cast<uint16_t*>(base)[i] = h;
+  static_cast<uint16_t*>(base)[i] = float_to_bf16(f);
 }
 
 int64_t at(const Strides& s, int64_t b, int64_t t, int64_t h) { return b * s.batch + t * s.seq + h * s.head; }

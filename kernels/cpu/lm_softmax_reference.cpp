@@ -3,6 +3,7 @@
 #include <cstring>
 #include <limits>
 
+#include "cpu/bf16.h"
 #include "cpu/lm_softmax.h"
 
 namespace prism::kernels::cpu::reference {
@@ -11,27 +12,14 @@ namespace {
 double load(const LogitRows& l, int64_t r, int64_t c) {
   const int64_t i = r * l.ld + c;
   if (l.type == LogitType::F32) return static_cast<const float*>(l.data)[i];
-  const uint32_t u = static_cast<uint32_t>(static_cast<const uint16_t*>(l.data)[i]) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
+  return bf16_to_float(static_cast<const uint16_t*>(l.data)[i]);
 }
 
 void store(const LogitRows& l, int64_t r, int64_t c, double v) {
   const int64_t i = r * l.ld + c;
   const float f = static_cast<float>(v);
-  if (l.type == LogitType::F32) {
-    static_cast<float*>(l.data)[i] = f;
-    return;
-  }
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  if (std::isnan(f)) {
-    static_cast<uint16_t*>(l.data)[i] = static_cast<uint16_t>((u >> 16) | 0x40u);
-    return;
-  }
-  u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest even
-  static_cast<uint16_t*>(l.data)[i] = static_cast<uint16_t>(u >> 16);
+  if (l.type == LogitType::F32) static_cast<float*>(l.data)[i] = f;
+  else static_cast<uint16_t*>(l.data)[i] = float_to_bf16(f);
 }
 
 }  // namespace

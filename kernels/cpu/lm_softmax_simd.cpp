@@ -16,6 +16,7 @@
 #include <cstring>
 #include <limits>
 
+#include "cpu/bf16.h"
 #include "cpu/lm_softmax.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -45,19 +46,9 @@ HWY_INLINE void store_f(uint16_t* p, VF v) {
   hn::StoreU(hn::DemoteTo(DU16(), hn::BitCast(DI(), r)), DU16(), p);  // r < 2^16: no saturation
 }
 inline float scalar_f(float x) { return x; }
-inline float scalar_f(uint16_t h) {
-  const uint32_t u = static_cast<uint32_t>(h) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
+inline float scalar_f(uint16_t h) { return bf16_to_float(h); }
 inline void scalar_store(float* p, float v) { *p = v; }
-inline void scalar_store(uint16_t* p, float v) {
-  alignas(64) float in[hn::MaxLanes(DF())] = {v};
-  alignas(64) uint16_t out[hn::MaxLanes(DF())];
-  store_f(out, hn::LoadU(DF(), in));
-  *p = out[0];
-}
+inline void scalar_store(uint16_t* p, float v) { *p = float_to_bf16(v); }
 
 template <typename T>
 void logsumexp_row(T* row, int64_t n, float* run_max, float* run_sum, float* chunk_max) {

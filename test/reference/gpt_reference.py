@@ -92,7 +92,9 @@ class GPT(nn.Module):
         return logits, loss
 
 
-def main(inp, out):
+def load_model(inp):
+    """The model a parity test wrote to `inp` (weights, metadata heads and bias),
+    with every tensor and the metadata of the file."""
     tensors = load_file(inp)
     with safe_open(inp, "pt") as f:
         meta = f.metadata()
@@ -103,6 +105,11 @@ def main(inp, out):
     missing = set(params) - set(tensors)
     assert not missing, f"weights missing from {inp}: {sorted(missing)}"
     model.load_state_dict({k: tensors[k] for k in params}, strict=True)
+    return model, tensors, meta
+
+
+def main(inp, out):
+    model, tensors, _ = load_model(inp)
     logits, loss = model(tensors["idx"], tensors["targets"])
     loss.backward()
     result = {"logits": logits.detach().contiguous(), "loss": loss.detach().reshape(1)}

@@ -13,21 +13,13 @@ heads, bias, lr, beta1, beta2, eps, weight_decay, clip. OUT receives `loss`
 import sys
 
 import torch
-from safetensors import safe_open
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 
-from gpt_reference import GPT
+from gpt_reference import load_model
 
 
 def main(inp, out):
-    tensors = load_file(inp)
-    with safe_open(inp, "pt") as f:
-        meta = f.metadata()
-    heads = [int(h) for h in meta["heads"].split(",")]
-    wte, wpe = tensors["wte.weight"], tensors["wpe.weight"]
-    model = GPT(wte.shape[0], wpe.shape[0], wte.shape[1], heads, meta["bias"] == "1")
-    params = dict(model.named_parameters())
-    model.load_state_dict({k: tensors[k] for k in params}, strict=True)
+    model, tensors, meta = load_model(inp)
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     hp = {k: float(meta[k]) for k in ("lr", "beta1", "beta2", "eps", "weight_decay", "clip")}
