@@ -10,6 +10,9 @@
 #include "prism/attention/cpu_code_paths.h"
 #include "prism/error.h"
 #include "prism/model/gpt.h"
+#include "error_checks.h"
+
+using prism::test::require_error;
 
 using namespace prism;
 using attention::Backend;
@@ -27,17 +30,6 @@ attention::Options opts(Backend b, bool distance = false, double dropout = 0.0) 
 torch::Tensor q_of(torch::ScalarType dtype, int64_t D = 64) { return torch::zeros({1, 8, 2, D}, dtype); }
 
 // Runs f, expecting a prism::Error whose text mentions every fragment.
-template <typename F>
-void require_error(F&& f, const std::vector<std::string>& fragments) {
-  try {
-    f();
-    FAIL("no prism::Error thrown");
-  } catch (const Error& e) {
-    INFO(e.what());
-    CHECK_FALSE(e.fix().empty());
-    for (const auto& s : fragments) CHECK(std::string(e.what()).find(s) != std::string::npos);
-  }
-}
 
 }  // namespace
 

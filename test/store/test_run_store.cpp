@@ -21,6 +21,9 @@
 #include "prism/error.h"
 #include "prism/store/run_store.h"
 #include "support.h"
+#include "error_checks.h"
+
+using prism::test::require_error;
 
 using namespace prism;
 using nlohmann::json;
@@ -130,17 +133,6 @@ int64_t check_series(const json& d) {
   return n;
 }
 
-void require_error(const std::function<void()>& f, const std::vector<std::string>& parts) {
-  try {
-    f();
-    FAIL("no prism::Error was thrown");
-  } catch (const Error& e) {
-    for (const auto& p : parts) {
-      INFO("message: " << e.what() << "\nmissing: " << p);
-      CHECK(std::string(e.what()).find(p) != std::string::npos);
-    }
-  }
-}
 
 // A writer process that appends as fast as it can, reporting each row count
 // through `fd` after the append returned (so that many rows are flushed).

@@ -17,6 +17,9 @@
 #include "prism/store/run_reader.h"
 #include "prism/store/run_store.h"
 #include "support.h"
+#include "error_checks.h"
+
+using prism::test::require_error;
 
 using namespace prism;
 using prism::test::TempDir;
@@ -100,17 +103,6 @@ void hdf5_link_back(H5::H5File& f) {
   REQUIRE(H5Lcreate_hard(f.getId(), "eval/cycle", f.getId(), "eval/cycle/inner/back", H5P_DEFAULT, H5P_DEFAULT) >= 0);
 }
 
-void require_error(const std::function<void()>& f, const std::vector<std::string>& parts) {
-  try {
-    f();
-    FAIL("no prism::Error was thrown");
-  } catch (const Error& e) {
-    for (const auto& p : parts) {
-      INFO("message: " << e.what() << "\nmissing: " << p);
-      CHECK(std::string(e.what()).find(p) != std::string::npos);
-    }
-  }
-}
 
 }  // namespace
 
