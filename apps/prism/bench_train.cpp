@@ -168,6 +168,8 @@ PairResult time_pair(const ModelConfig& mc, const HeadSchedule& uniform, const H
   prof.reset();
   // Profiled steps come after the timed ones: the profiler's hooks cost time.
   if (profile_steps > 0) {
+    std::cerr << fmt::format("bench train: profiling {} more steps of each arm (--profile-summary) ...\n", profile_steps)
+              << std::flush;
     OpProfiler pu;
     for (int i = 0; i < profile_steps; ++i) u.step();
     r.uniform_profile = pu.stop();
