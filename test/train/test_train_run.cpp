@@ -134,9 +134,13 @@ TEST_CASE("the configured back end trains, and distance passes on one without di
 }
 
 TEST_CASE("kill -9 mid-run, then --resume, reproduces the uninterrupted loss curve exactly", "[train][run][resume]") {
+  // Both dtypes: bf16 autocast's state (and its fp32 master weights) must resume exactly too.
+  const std::string dtype = GENERATE(as<std::string>(), "fp32", "bf16");
+  INFO("train.dtype=" << dtype);
+  const std::string dtype_override = "train.dtype=" + dtype;
   Fixture f;
   // With dropout on, the RNG state must be restored too.
-  auto a = run_prism(fmt::format("train {} --out {} model.dropout=0.1", f.config, f.dir.file("a")));
+  auto a = run_prism(fmt::format("train {} --out {} model.dropout=0.1 {}", f.config, f.dir.file("a"), dtype_override));
   REQUIRE(a.exit_code == 0);
 
   // Start the same run in the background; kill -9 once a mid-run checkpoint exists.
@@ -145,7 +149,7 @@ TEST_CASE("kill -9 mid-run, then --resume, reproduces the uninterrupted loss cur
   REQUIRE(pid >= 0);
   if (pid == 0) {
     execl(PRISM_BINARY, PRISM_BINARY, "train", f.config.c_str(), "--out", b.c_str(), "model.dropout=0.1",
-          static_cast<char*>(nullptr));
+          dtype_override.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
   bool saw = false;
