@@ -258,7 +258,7 @@ int run(const std::vector<std::string>& args) {
     o.add_options()
         ("model", po::value<std::string>()->default_value("cpu-256"), "model preset")
         ("vocab", po::value<int64_t>()->default_value(0), "vocabulary size (0: the preset's; 4096: the CPU study's compact vocabulary)")
-        ("heads", po::value<std::string>(), "Prism schedule (default: the first enumerated wide-to-narrow staircase)")
+        ("heads", po::value<std::string>(), "Prism schedule (default: 2 layers of 4x-wide heads, 2 of 2x-wide, the rest the preset's; under 5 layers half 2x-wide, half the preset's)")
         ("batch", po::value<int64_t>()->default_value(8), "micro-batch B")
         ("seq", po::value<int64_t>()->default_value(256), "sequence length T")
         ("steps", po::value<int>()->default_value(10), "timed steps")
