@@ -257,7 +257,7 @@ TaskData read_task(Task task, const std::string& path, const TaskReadOptions& op
       json j;
       try {
         j = json::parse(line);
-      } catch (const json::parse_error& e) {
+      } catch (const json::exception& e) {  // parse_error, and out_of_range for a number beyond double (1e400)
         throw BadLine{fmt::format("not valid JSON ({})", e.what())};
       }
       TaskItem item;
