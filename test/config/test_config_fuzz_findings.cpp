@@ -54,3 +54,22 @@ TEST_CASE("a YAML complex key (a mapping used as a key) is refused by name, not 
   CHECK_THAT(compose_outcome(found), Catch::StartsWith("error: ") && Catch::Contains("is a mapping, not a name") &&
                                          Catch::Contains("Fix: write each key as a plain name"));
 }
+
+TEST_CASE("an empty key whose value is an interpolation is refused by name, not a use-after-free", "[config][fuzz]") {
+  // Found by prism_fuzz_config under ASan: `  : 1907\${3` under train: (a null key, a value with
+  // an escaped reference) made the interpolation pass assign the resolved value through
+  // node[""], which inserted a new key while the loop iterated the map.
+  TempDir dir("prism-config");
+  const std::string found = dir.file("main.yaml");
+  write_file(found, read_file(source_path("fuzz/corpus/config/crash-null-key-interpolation.yaml")));
+  CHECK_THAT(compose_outcome(found), Catch::StartsWith("error: ") && Catch::Contains("Fix:"));
+  // The smallest form, with a live reference and with an escaped one: the key is named as empty.
+  for (const std::string value : {"${train.lr}", "1907\\${3", "x${train.lr}y"}) {
+    write_file(found, "defaults:\n  - model: test-tiny\ntrain:\n  : " + value + "\n  lr: 6.0e-4\n");
+    CHECK_THAT(compose_outcome(found), Catch::StartsWith("error: ") && Catch::Contains("is nothing, not a name") &&
+                                           Catch::Contains("Fix: write each key as a plain name"));
+  }
+  // Interpolations beside it still resolve: the same file without the empty key composes.
+  write_file(found, "defaults:\n  - model: test-tiny\ntrain:\n  eval_every: ${train.log_every}\n  log_every: 7\n");
+  CHECK(compose_outcome(found) == "composed");
+}

@@ -33,19 +33,21 @@ class Resolver {
 
   void walk(YAML::Node node, const std::string& path) {
     if (node.IsMap()) {
+      // Values are replaced through their own handles, never through node[key]: a key that is not a
+      // string (null, a number spelled differently, a sequence) would not be found by its text, and
+      // the insertion would reallocate the map under this loop's iterator.
       for (auto kv : node) {
         const std::string kp = join_key(path, kv.first.Scalar());
-        if (has_ref(kv.second) && !done_.count(kp)) {
-          node[kv.first.Scalar()] = resolve_scalar(kv.second, kp);
-        } else {
-          walk(kv.second, kp);
-        }
+        YAML::Node value = kv.second;
+        if (has_ref(value) && !done_.count(kp)) value = resolve_scalar(value, kp);
+        else walk(value, kp);
       }
     } else if (node.IsSequence()) {
       for (size_t i = 0; i < node.size(); ++i) {
         const std::string kp = join_key(path, std::to_string(i));
-        if (has_ref(node[i]) && !done_.count(kp)) node[i] = resolve_scalar(node[i], kp);
-        else walk(node[i], kp);
+        YAML::Node value = node[i];
+        if (has_ref(value) && !done_.count(kp)) value = resolve_scalar(value, kp);
+        else walk(value, kp);
       }
     }
   }
