@@ -22,6 +22,7 @@
 #include "prism/error.h"
 #include "prism/schedule/cost.h"
 #include "prism/train/op_profile.h"
+#include "prism/train/host_memory.h"
 #include "prism/train/optimizer.h"
 #include "prism/train/step.h"
 #include "support_paths.h"
@@ -192,12 +193,16 @@ struct Reference {
   int warmup_steps = 0;
 };
 
+// The glibc setting Prism's host memory policy makes (host_memory.h), as GLIBC_TUNABLES
+// for the Python reference under --reference-malloc prism.
+constexpr const char* kPrismMallocTunables = "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=18446744073709551615";
+
 Reference time_pytorch(const std::string& python, const ModelConfig& mc, const HeadSchedule& s, bool bf16, int64_t B,
-                       int64_t T, int steps, int warmup, bool compiled, bool cpu_clock) {
+                       int64_t T, int steps, int warmup, bool compiled, bool cpu_clock, bool prism_malloc) {
   std::string cmd = fmt::format(
-      "'{}' '{}/test/reference/train_reference.py' --d-model {} --heads {} --vocab {} --block {} --batch {} --seq {} "
+      "{}'{}' '{}/test/reference/train_reference.py' --d-model {} --heads {} --vocab {} --block {} --batch {} --seq {} "
       "--steps {} --warmup {} --dtype {} --threads {} --clock {}{} 2>&1",
-      python, reference_source_dir(), mc.d_model, fmt::join(s.heads(), ","), mc.vocab_size, mc.block_size, B, T, steps,
+      prism_malloc ? fmt::format("GLIBC_TUNABLES={} ", kPrismMallocTunables) : "", python, reference_source_dir(), mc.d_model, fmt::join(s.heads(), ","), mc.vocab_size, mc.block_size, B, T, steps,
       warmup, bf16 ? "bf16" : "fp32", torch::get_num_threads(), cpu_clock ? "cpu" : "wall",
       compiled ? " --compile" : "");
   std::cerr << fmt::format("bench train: {} PyTorch {} reference loop ({}{} + {} steps) ...\n", bf16 ? "bf16" : "fp32",
@@ -273,6 +278,9 @@ int run(const std::vector<std::string>& args) {
         ("profile", po::value<std::string>(), "write a Chrome trace of the timed steps (uniform and Prism) to this file")
         ("clock", po::value<std::string>()->default_value("wall"),
          "wall, or cpu (process CPU time, for Prism and the PyTorch loops alike: steadier on a shared machine with --threads 1)")
+        ("reference-malloc", po::value<std::string>()->default_value("system"),
+         "system: the PyTorch loops run with the C library's allocator defaults, as a researcher runs them; prism: "
+         "with the setting Prism's own process makes (freed memory kept for reuse), for a like-for-like comparison")
         ("python", po::value<std::string>()->default_value(reference_python()), "Python with torch for the reference");
     po::positional_options_description pos;
     po::variables_map vm;
@@ -305,6 +313,10 @@ int run(const std::vector<std::string>& args) {
     const std::string clock = vm["clock"].as<std::string>();
     if (clock != "wall" && clock != "cpu") throw Error("unknown --clock " + clock, "prism bench train", "use wall or cpu");
     const bool cpu_clock = clock == "cpu";
+    const std::string ref_malloc = vm["reference-malloc"].as<std::string>();
+    if (ref_malloc != "system" && ref_malloc != "prism")
+      throw Error("unknown --reference-malloc " + ref_malloc, "prism bench train", "use system or prism");
+    const bool prism_malloc = ref_malloc == "prism";
     const std::string dt = vm["dtype"].as<std::string>();
     std::vector<bool> dtypes;
     if (dt == "fp32" || dt == "both" || dt == "auto") dtypes.push_back(false);
@@ -324,6 +336,9 @@ int run(const std::vector<std::string>& args) {
     for (bool bf16 : dtypes)
       std::cout << fmt::format("attention '{}' in {}: uniform -> {}; Prism -> {}\n", backend, bf16 ? "bf16" : "fp32",
                                attention_path(backend, uniform, mc, bf16), attention_path(backend, prism, mc, bf16));
+    std::cout << fmt::format("host memory: Prism: {}; PyTorch reference: {}\n", keep_freed_host_memory().reason,
+                             prism_malloc ? fmt::format("GLIBC_TUNABLES={}", kPrismMallocTunables)
+                                          : "the C library's defaults (--reference-malloc prism: Prism's setting)");
     if (dt == "auto" && !attention::cpu_has_native_bf16())
       std::cout << "bf16: skipped: this CPU has no native bf16 (AVX512-BF16), so LibTorch's bf16 matmuls would run "
                    "a fallback far slower than fp32; --dtype bf16 runs it anyway\n";
@@ -336,10 +351,10 @@ int run(const std::vector<std::string>& args) {
       PeakMeter peak(bf16 ? torch::kBFloat16 : torch::kFloat, cpu_clock);
       peak.round(3);
       Reference eager, compiled;
-      if (with_eager) eager = time_pytorch(vm["python"].as<std::string>(), mc, uniform, bf16, B, T, steps, warmup, false, cpu_clock);
+      if (with_eager) eager = time_pytorch(vm["python"].as<std::string>(), mc, uniform, bf16, B, T, steps, warmup, false, cpu_clock, prism_malloc);
       peak.round();
       if (with_compiled) {
-        compiled = time_pytorch(vm["python"].as<std::string>(), mc, uniform, bf16, B, T, steps, warmup, true, cpu_clock);
+        compiled = time_pytorch(vm["python"].as<std::string>(), mc, uniform, bf16, B, T, steps, warmup, true, cpu_clock, prism_malloc);
         notes.push_back(fmt::format("{}: torch.compile took {:.1f} s beyond {} ordinary steps ({} warm-up steps until compiled)",
                                     name, compiled.compile_s, compiled.warmup_steps, compiled.warmup_steps));
       }

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cli.h"
+#include "prism/train/host_memory.h"
 
 namespace {
 void usage() {
@@ -16,6 +17,7 @@ void usage() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  prism::keep_freed_host_memory();  // before LibTorch allocates: each step reuses the last one's memory
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
     usage();
     return argc < 2 ? 2 : 0;
