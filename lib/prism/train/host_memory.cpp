@@ -24,12 +24,13 @@ HostMemoryPolicy apply() {
     return p;
   }
 #if defined(__GLIBC__)
-  // No mmap for large blocks (they come from the heap and go back to it), and no
-  // trimming of the heap's top (-1: never). mallopt returns 1 on success.
-  const bool no_mmap = mallopt(M_MMAP_MAX, 0) == 1;
+  // Blocks up to 32 MiB (glibc's largest mmap threshold) come from the heap, and the heap's
+  // top is never trimmed (-1: never); larger blocks stay mmapped, so that they go back to
+  // the kernel when freed and cannot fragment the heap. mallopt returns 1 on success.
+  const bool heap_blocks = mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1;
   const bool no_trim = mallopt(M_TRIM_THRESHOLD, -1) == 1;
-  p.kept = no_mmap && no_trim;
-  p.reason = p.kept ? "glibc malloc: large blocks from the heap, freed memory kept for reuse"
+  p.kept = heap_blocks && no_trim;
+  p.reason = p.kept ? "glibc malloc: blocks up to 32 MiB from the heap, freed memory kept for reuse"
                     : "glibc refused mallopt: the C library's defaults";
 #else
   p.reason = "not glibc: the C library's defaults";

@@ -1,16 +1,19 @@
 #pragma once
 // How the process's C allocator keeps memory that LibTorch frees.
 //
-// glibc serves every allocation above 32 MiB (weights, their bf16 casts and
-// gradients, activations at 124M) with a fresh mmap and unmaps it on free, and
-// returns freed memory at the top of its heap to the kernel. A training step
-// frees and allocates the same sizes every step, so each step page-faults its
-// big tensors in again: a bf16 cast of 124M weights took ~80 ms into fresh
-// memory and ~12 ms into reused memory (2-thread Zen 5), and the 124M step ran
-// 11% (fp32) to 19% (bf16) faster with freed memory kept (`prism bench train`).
-// keep_freed_host_memory() makes glibc serve large blocks from its heap and never
-// trim it: freed memory is reused by the next step. The resident size stays at
-// the run's peak (it grew 2.5% at 124M), which a training process reaches anyway.
+// glibc serves a block above its mmap threshold (128 KiB at first, raised up to
+// 32 MiB as such blocks are freed) with a fresh mmap, and returns memory freed
+// at the top of its heap to the kernel once more than twice that threshold is
+// free. A training step frees and allocates the same tensors every step (its
+// activations, casts and gradients: hundreds of MiB at 124M), so each step
+// page-faulted much of that memory in again: 2-3 s of system time per 10 steps
+// at 124M bf16 (2-thread Zen 5). keep_freed_host_memory() fixes the threshold at
+// 32 MiB and turns trimming off: blocks up to 32 MiB are reused from the heap.
+// A larger one (the 124M embedding's casts and gradient) that no free heap block
+// fits is still mmapped and unmapped when freed: serving those from the heap
+// too (mmap off) was no faster for a whole 124M run and let the heap grow to
+// 3.6x a synthetic step's bytes. The resident size stays near the run's peak, which a training
+// process reaches every step anyway.
 #include <string>
 
 namespace prism {
