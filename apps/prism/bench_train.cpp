@@ -195,7 +195,7 @@ struct Reference {
 
 // The glibc setting Prism's host memory policy makes (host_memory.h), as GLIBC_TUNABLES
 // for the Python reference under --reference-malloc prism.
-constexpr const char* kPrismMallocTunables = "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=18446744073709551615";
+constexpr const char* kPrismMallocTunables = "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=18446744073709551615";
 
 Reference time_pytorch(const std::string& python, const ModelConfig& mc, const HeadSchedule& s, bool bf16, int64_t B,
                        int64_t T, int steps, int warmup, bool compiled, bool cpu_clock, bool prism_malloc) {

@@ -1,6 +1,6 @@
-// Prism's host memory policy (lib/prism/train/host_memory.h): blocks up to 32 MiB
-// come from glibc's heap, and memory freed at its top stays there for the next
-// step instead of going back to the kernel (to be page-faulted in again).
+// Prism's host memory policy (lib/prism/train/host_memory.h): every block comes
+// from glibc's heap, and memory freed at its top stays there for the next step
+// instead of going back to the kernel (to be page-faulted in again).
 #include <catch2/catch.hpp>
 #include <unistd.h>
 
@@ -48,5 +48,13 @@ TEST_CASE("Prism's host memory policy keeps a step's freed blocks in the heap", 
   CHECK(in_heap(again, top));
   CHECK(sbrk(0) == top);
   std::free(again);
+  // A block larger than glibc's largest mmap threshold (32 MiB) comes from the heap too:
+  // the 124M embedding's casts and gradient are reused like the rest.
+  std::vector<void*> big;
+  for (int i = 0; i < 2; ++i) big.push_back(std::malloc(size_t{80} << 20));
+  for (void* b : big) CHECK(in_heap(b, sbrk(0)));
+  const void* big_top = sbrk(0);
+  for (auto it = big.rbegin(); it != big.rend(); ++it) std::free(*it);
+  CHECK(sbrk(0) == big_top);
 #endif
 }

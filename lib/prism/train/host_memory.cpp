@@ -24,13 +24,12 @@ HostMemoryPolicy apply() {
     return p;
   }
 #if defined(__GLIBC__)
-  // Blocks up to 32 MiB (glibc's largest mmap threshold) come from the heap, and the heap's
-  // top is never trimmed (-1: never); larger blocks stay mmapped, so that they go back to
-  // the kernel when freed and cannot fragment the heap. mallopt returns 1 on success.
-  const bool heap_blocks = mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1;
+  // Every block comes from the heap (no mmap: 0 mmapped blocks at most), and the heap's
+  // top is never trimmed (-1: never). mallopt returns 1 on success.
+  const bool heap_blocks = mallopt(M_MMAP_MAX, 0) == 1;
   const bool no_trim = mallopt(M_TRIM_THRESHOLD, -1) == 1;
   p.kept = heap_blocks && no_trim;
-  p.reason = p.kept ? "glibc malloc: blocks up to 32 MiB from the heap, freed memory kept for reuse"
+  p.reason = p.kept ? "glibc malloc: every block from the heap, freed memory kept for reuse"
                     : "glibc refused mallopt: the C library's defaults";
 #else
   p.reason = "not glibc: the C library's defaults";
