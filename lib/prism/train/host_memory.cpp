@@ -1,5 +1,6 @@
 #include "prism/train/host_memory.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <string_view>
 
@@ -18,6 +19,9 @@ HostMemoryPolicy apply() {
     p.reason = "PRISM_MALLOC=system: the C library's defaults";
     return p;
   }
+  if (choice && *choice && std::string_view(choice) != "keep")
+    std::fprintf(stderr, "prism: warning: PRISM_MALLOC=%s is neither system nor keep; keeping freed memory (keep)\n",
+                 choice);
   const char* tunables = std::getenv("GLIBC_TUNABLES");
   if (tunables && std::string_view(tunables).find("glibc.malloc.") != std::string_view::npos) {
     p.reason = "GLIBC_TUNABLES sets glibc.malloc.*: left as given";

@@ -25,7 +25,8 @@ struct HostMemoryPolicy {
 };
 
 // Applies the setting (on the first call; later calls return the same answer),
-// unless PRISM_MALLOC=system asks for the C library's defaults, GLIBC_TUNABLES
+// unless PRISM_MALLOC=system asks for the C library's defaults (keep, the
+// default, or unset applies it; another value is warned about on stderr), GLIBC_TUNABLES
 // already sets glibc.malloc.* (the user's choice wins), or the C library is not
 // glibc. Returns what is in effect. `prism` calls it first thing in main().
 const HostMemoryPolicy& keep_freed_host_memory();
