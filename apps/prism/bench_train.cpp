@@ -193,17 +193,15 @@ struct Reference {
   int warmup_steps = 0;
 };
 
-// The glibc setting Prism's host memory policy makes (host_memory.h), as GLIBC_TUNABLES
-// for the Python reference under --reference-malloc prism.
-constexpr const char* kPrismMallocTunables = "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=18446744073709551615";
-
 Reference time_pytorch(const std::string& python, const ModelConfig& mc, const HeadSchedule& s, bool bf16, int64_t B,
                        int64_t T, int steps, int warmup, bool compiled, bool cpu_clock, bool prism_malloc) {
+  // --reference-malloc prism: the Python process gets Prism's glibc setting (host_memory.h).
+  const std::string env = prism_malloc ? fmt::format("GLIBC_TUNABLES={} ", kKeepFreedHostMemoryTunables) : "";
   std::string cmd = fmt::format(
       "{}'{}' '{}/test/reference/train_reference.py' --d-model {} --heads {} --vocab {} --block {} --batch {} --seq {} "
       "--steps {} --warmup {} --dtype {} --threads {} --clock {}{} 2>&1",
-      prism_malloc ? fmt::format("GLIBC_TUNABLES={} ", kPrismMallocTunables) : "", python, reference_source_dir(), mc.d_model, fmt::join(s.heads(), ","), mc.vocab_size, mc.block_size, B, T, steps,
-      warmup, bf16 ? "bf16" : "fp32", torch::get_num_threads(), cpu_clock ? "cpu" : "wall",
+      env, python, reference_source_dir(), mc.d_model, fmt::join(s.heads(), ","), mc.vocab_size, mc.block_size, B, T,
+      steps, warmup, bf16 ? "bf16" : "fp32", torch::get_num_threads(), cpu_clock ? "cpu" : "wall",
       compiled ? " --compile" : "");
   std::cerr << fmt::format("bench train: {} PyTorch {} reference loop ({}{} + {} steps) ...\n", bf16 ? "bf16" : "fp32",
                            compiled ? "torch.compile" : "eager", compiled ? "compilation, at least " : "", warmup, steps)
@@ -337,7 +335,7 @@ int run(const std::vector<std::string>& args) {
       std::cout << fmt::format("attention '{}' in {}: uniform -> {}; Prism -> {}\n", backend, bf16 ? "bf16" : "fp32",
                                attention_path(backend, uniform, mc, bf16), attention_path(backend, prism, mc, bf16));
     std::cout << fmt::format("host memory: Prism: {}; PyTorch reference: {}\n", keep_freed_host_memory().reason,
-                             prism_malloc ? fmt::format("GLIBC_TUNABLES={}", kPrismMallocTunables)
+                             prism_malloc ? fmt::format("GLIBC_TUNABLES={}", kKeepFreedHostMemoryTunables)
                                           : "the C library's defaults (--reference-malloc prism: Prism's setting)");
     if (dt == "auto" && !attention::cpu_has_native_bf16())
       std::cout << "bf16: skipped: this CPU has no native bf16 (AVX512-BF16), so LibTorch's bf16 matmuls would run "

@@ -63,7 +63,7 @@ TEST_CASE("an empty key whose value is an interpolation is refused by name, not 
   const std::string found = dir.file("main.yaml");
   write_file(found, read_file(source_path("fuzz/corpus/config/crash-null-key-interpolation.yaml")));
   CHECK_THAT(compose_outcome(found), Catch::StartsWith("error: ") && Catch::Contains("Fix:"));
-  // The smallest form, with a live reference and with an escaped one: the key is named as empty.
+  // The smallest forms, with a live, an escaped and an embedded reference: the key is named as empty.
   for (const std::string value : {"${train.lr}", "1907\\${3", "x${train.lr}y"}) {
     write_file(found, "defaults:\n  - model: test-tiny\ntrain:\n  : " + value + "\n  lr: 6.0e-4\n");
     CHECK_THAT(compose_outcome(found), Catch::StartsWith("error: ") && Catch::Contains("is nothing, not a name") &&

@@ -10,6 +10,9 @@
 
 namespace prism {
 
+const char* const kKeepFreedHostMemoryTunables =
+    "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=18446744073709551615";
+
 namespace {
 
 HostMemoryPolicy apply() {
@@ -29,7 +32,8 @@ HostMemoryPolicy apply() {
   }
 #if defined(__GLIBC__)
   // Every block comes from the heap (no mmap: 0 mmapped blocks at most), and the heap's
-  // top is never trimmed (-1: never). mallopt returns 1 on success.
+  // top is never trimmed (-1: never). mallopt returns 1 on success. Keep
+  // kKeepFreedHostMemoryTunables (above) the same setting.
   const bool heap_blocks = mallopt(M_MMAP_MAX, 0) == 1;
   const bool no_trim = mallopt(M_TRIM_THRESHOLD, -1) == 1;
   p.kept = heap_blocks && no_trim;

@@ -31,4 +31,9 @@ struct HostMemoryPolicy {
 // glibc. Returns what is in effect. `prism` calls it first thing in main().
 const HostMemoryPolicy& keep_freed_host_memory();
 
+// The same setting as glibc tunables (GLIBC_TUNABLES=...), for a process that is not
+// Prism: `prism bench train --reference-malloc prism` runs the PyTorch reference with it.
+// mmap_max=0 is M_MMAP_MAX 0; trim_threshold=SIZE_MAX is M_TRIM_THRESHOLD -1 (never).
+extern const char* const kKeepFreedHostMemoryTunables;
+
 }  // namespace prism
