@@ -10,13 +10,13 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "hwy/contrib/math/math-inl.h"
+#include "cpu/bf16_vec-inl.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
-#include "cpu/bf16.h"
 #include "cpu/lm_softmax.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -24,31 +24,7 @@ namespace prism::kernels::cpu::lm_simd {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-using DF = hn::ScalableTag<float>;
-using DU = hn::RebindToUnsigned<DF>;
-using DI = hn::RebindToSigned<DF>;
-using DU16 = hn::Rebind<uint16_t, DF>;
-using VF = hn::Vec<DF>;
-
-// bf16 is the top half of an fp32: widen by a shift; narrow rounding to
-// nearest even, NaN kept a (quiet) NaN.
-HWY_INLINE VF load_f(const float* p) { return hn::LoadU(DF(), p); }
-HWY_INLINE VF load_f(const uint16_t* p) {
-  return hn::BitCast(DF(), hn::ShiftLeft<16>(hn::PromoteTo(DU(), hn::LoadU(DU16(), p))));
-}
-HWY_INLINE void store_f(float* p, VF v) { hn::StoreU(v, DF(), p); }
-HWY_INLINE void store_f(uint16_t* p, VF v) {
-  const DU du;
-  const auto u = hn::BitCast(du, v);
-  const auto lsb = hn::And(hn::ShiftRight<16>(u), hn::Set(du, 1u));
-  auto r = hn::ShiftRight<16>(hn::Add(u, hn::Add(lsb, hn::Set(du, 0x7fffu))));
-  r = hn::IfThenElse(hn::RebindMask(du, hn::IsNaN(v)), hn::Or(hn::ShiftRight<16>(u), hn::Set(du, 0x40u)), r);
-  hn::StoreU(hn::DemoteTo(DU16(), hn::BitCast(DI(), r)), DU16(), p);  // r < 2^16: no saturation
-}
-inline float scalar_f(float x) { return x; }
-inline float scalar_f(uint16_t h) { return bf16_to_float(h); }
-inline void scalar_store(float* p, float v) { *p = v; }
-inline void scalar_store(uint16_t* p, float v) { *p = float_to_bf16(v); }
+using namespace prism::kernels::cpu::bf16_vec::HWY_NAMESPACE;  // DF, VF, load_f, store_f, scalar_f, scalar_store
 
 template <typename T>
 void logsumexp_row(T* row, int64_t n, float* run_max, float* run_sum, float* chunk_max) {
@@ -165,6 +141,7 @@ const char* target_name() { return hwy::TargetName(HWY_TARGET); }
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
+#include "cpu/simd_targets.h"
 #include "hwy/targets.h"
 
 namespace prism::kernels::cpu {
@@ -188,25 +165,8 @@ void softmax_grad_rows(const LogitRows& l, const float* lse, const float* scale,
 }
 const char* lm_softmax_target() { return HWY_DYNAMIC_DISPATCH(lm_simd::target_name)(); }
 
-namespace {
-int64_t runnable_targets() {
-  static const int64_t here = HWY_TARGETS & hwy::SupportedTargets();  // before any forcing
-  return here;
-}
-}  // namespace
-
-std::vector<std::string> lm_softmax_targets() {
-  std::vector<std::string> names;
-  for (int64_t t = runnable_targets(); t != 0; t &= t - 1) names.emplace_back(hwy::TargetName(t & -t));
-  return names;  // Highway's bits: lower is better
-}
-
-void lm_softmax_force_target(const std::string& name) {
-  int64_t bit = 0;
-  for (int64_t t = runnable_targets(); t != 0; t &= t - 1)
-    if (name == hwy::TargetName(t & -t)) bit = t & -t;
-  hwy::SetSupportedTargetsForTest(bit);  // 0: this CPU's own again
-}
+std::vector<std::string> lm_softmax_targets() { return runnable_target_names(HWY_TARGETS); }
+void lm_softmax_force_target(const std::string& name) { force_dispatch_target(HWY_TARGETS, name); }
 
 }  // namespace prism::kernels::cpu
 #endif  // HWY_ONCE
