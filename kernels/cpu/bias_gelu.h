@@ -16,26 +16,20 @@
 #include <string>
 #include <vector>
 
+#include "cpu/rows.h"
+
 namespace prism::kernels::cpu {
-
-enum class ActType { F32, BF16 };
-
-struct ActRows {
-  void* data = nullptr;  // rows x cols values, row r at data + r * ld elements
-  ActType type = ActType::F32;
-  int64_t rows = 0, cols = 0, ld = 0;
-};
 
 // y[r, c] = gelu(x[r, c] + bias[c]); no bias when bias is null. x and y have the
 // same type and shape; y may be x (in place).
-void bias_gelu_forward(const ActRows& x, const float* bias, const ActRows& y);
+void bias_gelu_forward(const Rows& x, const float* bias, const Rows& y);
 
 // dx[r, c] = dy[r, c] gelu'(x[r, c] + bias[c]), and with dbias given,
 // dbias[c] = sum over r of dx[r, c], summed in fp32 before dx is rounded to its
 // type, in an order that does not depend on the number of threads (blocks of
 // rows in order), so a run resumes bit for bit on another thread count. dx may be
 // dy (in place). dy, x and dx have the same type and shape.
-void bias_gelu_backward(const ActRows& dy, const ActRows& x, const float* bias, const ActRows& dx, float* dbias);
+void bias_gelu_backward(const Rows& dy, const Rows& x, const float* bias, const Rows& dx, float* dbias);
 
 // The Highway target the two functions above run on here ("AVX3_ZEN4", "AVX2",
 // "NEON", ..., or "scalar reference" in a build without Highway).
@@ -47,8 +41,8 @@ std::vector<std::string> bias_gelu_targets();
 void bias_gelu_force_target(const std::string& name);
 
 namespace reference {
-void bias_gelu_forward(const ActRows& x, const float* bias, const ActRows& y);
-void bias_gelu_backward(const ActRows& dy, const ActRows& x, const float* bias, const ActRows& dx, float* dbias);
+void bias_gelu_forward(const Rows& x, const float* bias, const Rows& y);
+void bias_gelu_backward(const Rows& dy, const Rows& x, const float* bias, const Rows& dx, float* dbias);
 }  // namespace reference
 
 }  // namespace prism::kernels::cpu

@@ -4,10 +4,10 @@
 
 namespace prism::kernels::cpu {
 
-void bias_gelu_forward(const ActRows& x, const float* bias, const ActRows& y) {
+void bias_gelu_forward(const Rows& x, const float* bias, const Rows& y) {
   reference::bias_gelu_forward(x, bias, y);
 }
-void bias_gelu_backward(const ActRows& dy, const ActRows& x, const float* bias, const ActRows& dx, float* dbias) {
+void bias_gelu_backward(const Rows& dy, const Rows& x, const float* bias, const Rows& dx, float* dbias) {
   reference::bias_gelu_backward(dy, x, bias, dx, dbias);
 }
 const char* bias_gelu_target() { return "scalar reference"; }

@@ -2,7 +2,6 @@
 #include <cmath>
 #include <vector>
 
-#include "cpu/bf16.h"
 #include "cpu/bias_gelu.h"
 
 namespace prism::kernels::cpu::reference {
@@ -11,22 +10,9 @@ namespace {
 constexpr double kSqrt2OverPi = 0.79788456080286535588;
 constexpr double kKappa = 0.044715;
 
-double load(const ActRows& a, int64_t r, int64_t c) {
-  const int64_t i = r * a.ld + c;
-  if (a.type == ActType::F32) return static_cast<const float*>(a.data)[i];
-  return bf16_to_float(static_cast<const uint16_t*>(a.data)[i]);
-}
-
-void store(const ActRows& a, int64_t r, int64_t c, double v) {
-  const int64_t i = r * a.ld + c;
-  const float f = static_cast<float>(v);
-  if (a.type == ActType::F32) static_cast<float*>(a.data)[i] = f;
-  else static_cast<uint16_t*>(a.data)[i] = float_to_bf16(f);
-}
-
 }  // namespace
 
-void bias_gelu_forward(const ActRows& x, const float* bias, const ActRows& y) {
+void bias_gelu_forward(const Rows& x, const float* bias, const Rows& y) {
   for (int64_t r = 0; r < x.rows; ++r)
     for (int64_t c = 0; c < x.cols; ++c) {
       const double h = load(x, r, c) + (bias ? bias[c] : 0.0);
@@ -34,7 +20,7 @@ void bias_gelu_forward(const ActRows& x, const float* bias, const ActRows& y) {
     }
 }
 
-void bias_gelu_backward(const ActRows& dy, const ActRows& x, const float* bias, const ActRows& dx, float* dbias) {
+void bias_gelu_backward(const Rows& dy, const Rows& x, const float* bias, const Rows& dx, float* dbias) {
   std::vector<double> sum(static_cast<size_t>(x.cols), 0.0);
   for (int64_t r = 0; r < x.rows; ++r)
     for (int64_t c = 0; c < x.cols; ++c) {

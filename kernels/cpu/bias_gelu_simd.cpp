@@ -89,7 +89,7 @@ void backward_row(const T* dy, const T* x, const float* bias, T* dx, float* acc,
 }
 
 template <typename T>
-void forward_rows(const ActRows& x, const float* bias, const ActRows& y) {
+void forward_rows(const Rows& x, const float* bias, const Rows& y) {
   const T* xp = static_cast<const T*>(x.data);
   T* yp = static_cast<T*>(y.data);
 #pragma omp parallel for schedule(static)
@@ -97,7 +97,7 @@ void forward_rows(const ActRows& x, const float* bias, const ActRows& y) {
 }
 
 template <typename T>
-void backward_rows(const ActRows& dy, const ActRows& x, const float* bias, const ActRows& dx, float* dbias) {
+void backward_rows(const Rows& dy, const Rows& x, const float* bias, const Rows& dx, float* dbias) {
   const T* dyp = static_cast<const T*>(dy.data);
   const T* xp = static_cast<const T*>(x.data);
   T* dxp = static_cast<T*>(dx.data);
@@ -138,13 +138,13 @@ void backward_rows(const ActRows& dy, const ActRows& x, const float* bias, const
   }
 }
 
-void bias_gelu_forward(const ActRows& x, const float* bias, const ActRows& y) {
-  if (x.type == ActType::F32) forward_rows<float>(x, bias, y);
+void bias_gelu_forward(const Rows& x, const float* bias, const Rows& y) {
+  if (x.type == RowType::F32) forward_rows<float>(x, bias, y);
   else forward_rows<uint16_t>(x, bias, y);
 }
 
-void bias_gelu_backward(const ActRows& dy, const ActRows& x, const float* bias, const ActRows& dx, float* dbias) {
-  if (x.type == ActType::F32) backward_rows<float>(dy, x, bias, dx, dbias);
+void bias_gelu_backward(const Rows& dy, const Rows& x, const float* bias, const Rows& dx, float* dbias) {
+  if (x.type == RowType::F32) backward_rows<float>(dy, x, bias, dx, dbias);
   else backward_rows<uint16_t>(dy, x, bias, dx, dbias);
 }
 
@@ -165,10 +165,10 @@ HWY_EXPORT(bias_gelu_backward);
 HWY_EXPORT(target_name);
 }  // namespace gelu_simd
 
-void bias_gelu_forward(const ActRows& x, const float* bias, const ActRows& y) {
+void bias_gelu_forward(const Rows& x, const float* bias, const Rows& y) {
   HWY_DYNAMIC_DISPATCH(gelu_simd::bias_gelu_forward)(x, bias, y);
 }
-void bias_gelu_backward(const ActRows& dy, const ActRows& x, const float* bias, const ActRows& dx, float* dbias) {
+void bias_gelu_backward(const Rows& dy, const Rows& x, const float* bias, const Rows& dx, float* dbias) {
   HWY_DYNAMIC_DISPATCH(gelu_simd::bias_gelu_backward)(dy, x, bias, dx, dbias);
 }
 const char* bias_gelu_target() { return HWY_DYNAMIC_DISPATCH(gelu_simd::target_name)(); }

@@ -13,15 +13,12 @@
 #include <string>
 #include <vector>
 
+#include "cpu/rows.h"
+
 namespace prism::kernels::cpu {
 
-enum class LogitType { F32, BF16 };
-
-struct LogitRows {
-  void* data = nullptr;  // rows x cols logits, row r at data + r * ld elements
-  LogitType type = LogitType::F32;
-  int64_t rows = 0, cols = 0, ld = 0;
-};
+using LogitType = RowType;
+using LogitRows = Rows;  // rows x cols logits
 
 // A row's target column in this chunk is target[r] - offset (the chunk's first
 // vocabulary id); none when that lies outside [0, cols) (an ignored target is -1).

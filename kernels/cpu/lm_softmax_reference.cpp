@@ -3,26 +3,9 @@
 #include <cstring>
 #include <limits>
 
-#include "cpu/bf16.h"
 #include "cpu/lm_softmax.h"
 
 namespace prism::kernels::cpu::reference {
-namespace {
-
-double load(const LogitRows& l, int64_t r, int64_t c) {
-  const int64_t i = r * l.ld + c;
-  if (l.type == LogitType::F32) return static_cast<const float*>(l.data)[i];
-  return bf16_to_float(static_cast<const uint16_t*>(l.data)[i]);
-}
-
-void store(const LogitRows& l, int64_t r, int64_t c, double v) {
-  const int64_t i = r * l.ld + c;
-  const float f = static_cast<float>(v);
-  if (l.type == LogitType::F32) static_cast<float*>(l.data)[i] = f;
-  else static_cast<uint16_t*>(l.data)[i] = float_to_bf16(f);
-}
-
-}  // namespace
 
 void logsumexp_rows(const LogitRows& l, float* run_max, float* run_sum, Targets t, float* target_logit,
                     float* chunk_max) {

@@ -15,8 +15,8 @@ namespace F = torch::nn::functional;
 
 namespace {
 
-kc::ActRows rows_of(torch::Tensor& t) {
-  return {t.data_ptr(), t.scalar_type() == torch::kFloat ? kc::ActType::F32 : kc::ActType::BF16, t.size(0), t.size(1),
+kc::Rows rows_of(torch::Tensor& t) {
+  return {t.data_ptr(), t.scalar_type() == torch::kFloat ? kc::RowType::F32 : kc::RowType::BF16, t.size(0), t.size(1),
           t.stride(0)};
 }
 

@@ -14,10 +14,10 @@ using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
 // A 2-D view of a contiguous (..., cols) tensor as the kernel's rows.
-kc::ActRows act_rows(const torch::Tensor& t) {
-  kc::ActRows a;
+kc::Rows act_rows(const torch::Tensor& t) {
+  kc::Rows a;
   a.data = t.data_ptr();
-  a.type = t.scalar_type() == torch::kFloat ? kc::ActType::F32 : kc::ActType::BF16;
+  a.type = t.scalar_type() == torch::kFloat ? kc::RowType::F32 : kc::RowType::BF16;
   a.cols = t.size(-1);
   a.rows = a.cols == 0 ? 0 : t.numel() / a.cols;
   a.ld = a.cols;
