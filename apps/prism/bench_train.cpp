@@ -273,6 +273,7 @@ int run(const std::vector<std::string>& args) {
          "PyTorch reference loops to time: eager | compiled (torch.compile) | both | none")
         ("no-reference", po::bool_switch(), "same as --compare none")
         ("profile-summary", po::bool_switch(), "profile a few more steps per dtype and arm and print where the time goes")
+        ("profile-top", po::value<int>()->default_value(12), "operations the profile summary lists by self time")
         ("profile", po::value<std::string>(), "write a Chrome trace of the timed steps (uniform and Prism) to this file")
         ("clock", po::value<std::string>()->default_value("wall"),
          "wall, or cpu (process CPU time, for Prism and the PyTorch loops alike: steadier on a shared machine with --threads 1)")
@@ -376,8 +377,10 @@ int run(const std::vector<std::string>& args) {
       std::cout << fmt::format("{:<5} matmul peak measured here: {:.1f} GFLOP/s ({}^3 {} mm, best of {} rounds between the runs and steps)\n\n",
                                "", pk / 1e9, peak.n(), name, peak.rounds());
       if (profile_steps > 0) {
-        profiles.push_back(pair.uniform_profile.format(fmt::format("{} Prism C++, uniform {}", name, uniform.compact())));
-        profiles.push_back(pair.prism_profile.format(fmt::format("{} Prism C++, {}", name, prism.compact())));
+        const int top = vm["profile-top"].as<int>();
+        profiles.push_back(
+            pair.uniform_profile.format(fmt::format("{} Prism C++, uniform {}", name, uniform.compact()), top));
+        profiles.push_back(pair.prism_profile.format(fmt::format("{} Prism C++, {}", name, prism.compact()), top));
       }
     }
     for (const auto& n : notes) std::cout << n << "\n";

@@ -1,6 +1,6 @@
 // bias_gelu.h on Google Highway: compiled for every target of this architecture
 // (foreach_target.h) and dispatched at run time to the best one the CPU supports
-// (HWY_DYNAMIC_DISPATCH). tanh is Highway's (contrib/math, within a few ulp).
+// (HWY_DYNAMIC_DISPATCH). exp is Highway's (contrib/math, within a few ulp).
 #ifndef HWY_DISABLED_TARGETS
 #define HWY_DISABLED_TARGETS (HWY_SSSE3 | HWY_SSE4 | HWY_AVX3_DL)
 #endif
@@ -30,21 +30,24 @@ constexpr float kKappa = 0.044715f;
 // threads, fix the order of the sum.
 constexpr int64_t kRowBlock = 32;
 
-// The GELU and, for the backward, its derivative at h.
-HWY_INLINE VF gelu(DF df, VF h) {
-  const VF half_h = hn::Mul(hn::Set(df, 0.5f), h);
-  const VF u = hn::Mul(hn::Set(df, kSqrt2OverPi), hn::MulAdd(hn::Mul(hn::Set(df, kKappa), h), hn::Mul(h, h), h));
-  return hn::MulAdd(half_h, hn::Tanh(df, u), half_h);
+// The GELU and, for the backward, its derivative at h, through the logistic
+// function: (1 + tanh(u)) / 2 = s = 1 / (1 + exp(-2u)), so gelu(h) = h s and
+// gelu'(h) = s + 2 h s (1 - s) du/dh: one exp and one division, where tanh
+// costs an expm1, a division and its range selects. exp's argument is capped at
+// 80 (s then ~1e-35, so gelu(h) and gelu'(h) are ~0, as they should be, and
+// exp stays finite).
+HWY_INLINE VF logistic_2u(DF df, VF h, VF h2) {
+  const VF minus_2u = hn::Mul(hn::Set(df, -2.0f * kSqrt2OverPi), hn::MulAdd(hn::Mul(hn::Set(df, kKappa), h), h2, h));
+  const VF e = hn::Exp(df, hn::Min(minus_2u, hn::Set(df, 80.0f)));
+  return hn::Div(hn::Set(df, 1.0f), hn::Add(hn::Set(df, 1.0f), e));
 }
+HWY_INLINE VF gelu(DF df, VF h) { return hn::Mul(h, logistic_2u(df, h, hn::Mul(h, h))); }
 HWY_INLINE VF gelu_grad(DF df, VF h) {
-  const VF one = hn::Set(df, 1.0f), half = hn::Set(df, 0.5f);
+  const VF one = hn::Set(df, 1.0f);
   const VF h2 = hn::Mul(h, h);
-  const VF u = hn::Mul(hn::Set(df, kSqrt2OverPi), hn::MulAdd(hn::Mul(hn::Set(df, kKappa), h), h2, h));
-  const VF t = hn::Tanh(df, u);
-  const VF left = hn::Mul(half, hn::Add(one, t));                     // (1 + t) / 2
-  const VF sech2 = hn::NegMulAdd(t, t, one);                           // 1 - t^2
-  const VF du = hn::Mul(hn::Set(df, kSqrt2OverPi), hn::MulAdd(hn::Set(df, 3.0f * kKappa), h2, one));
-  return hn::MulAdd(hn::Mul(hn::Mul(half, h), sech2), du, left);
+  const VF s = logistic_2u(df, h, h2);
+  const VF du2 = hn::Mul(hn::Set(df, 2.0f * kSqrt2OverPi), hn::MulAdd(hn::Set(df, 3.0f * kKappa), h2, one));  // 2 du/dh
+  return hn::MulAdd(hn::Mul(hn::Mul(h, s), hn::Sub(one, s)), du2, s);
 }
 inline float gelu_scalar(float h) {
   return 0.5f * h * (1.0f + std::tanh(kSqrt2OverPi * (h + kKappa * h * h * h)));
