@@ -169,12 +169,17 @@ HWY_EXPORT(target_name);
 }  // namespace gelu_simd
 
 void bias_gelu_forward(const Rows& x, const float* bias, const Rows& y) {
+  apply_cpu_isa_to_dispatch();
   HWY_DYNAMIC_DISPATCH(gelu_simd::bias_gelu_forward)(x, bias, y);
 }
 void bias_gelu_backward(const Rows& dy, const Rows& x, const float* bias, const Rows& dx, float* dbias) {
+  apply_cpu_isa_to_dispatch();
   HWY_DYNAMIC_DISPATCH(gelu_simd::bias_gelu_backward)(dy, x, bias, dx, dbias);
 }
-const char* bias_gelu_target() { return HWY_DYNAMIC_DISPATCH(gelu_simd::target_name)(); }
+const char* bias_gelu_target() {
+  apply_cpu_isa_to_dispatch();
+  return HWY_DYNAMIC_DISPATCH(gelu_simd::target_name)();
+}
 
 std::vector<std::string> bias_gelu_targets() { return runnable_target_names(HWY_TARGETS); }
 void bias_gelu_force_target(const std::string& name) { force_dispatch_target(HWY_TARGETS, name); }

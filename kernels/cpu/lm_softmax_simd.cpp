@@ -154,16 +154,22 @@ HWY_EXPORT(target_name);
 
 void logsumexp_rows(const LogitRows& l, float* run_max, float* run_sum, Targets t, float* target_logit,
                     float* chunk_max) {
+  apply_cpu_isa_to_dispatch();
   HWY_DYNAMIC_DISPATCH(lm_simd::logsumexp_rows)(l, run_max, run_sum, t, target_logit, chunk_max);
 }
 void softmax_grad_rows_from_exp(const LogitRows& e, const float* chunk_max, const float* lse, const float* scale,
                                 Targets t) {
+  apply_cpu_isa_to_dispatch();
   HWY_DYNAMIC_DISPATCH(lm_simd::softmax_grad_rows_from_exp)(e, chunk_max, lse, scale, t);
 }
 void softmax_grad_rows(const LogitRows& l, const float* lse, const float* scale, Targets t) {
+  apply_cpu_isa_to_dispatch();
   HWY_DYNAMIC_DISPATCH(lm_simd::softmax_grad_rows)(l, lse, scale, t);
 }
-const char* lm_softmax_target() { return HWY_DYNAMIC_DISPATCH(lm_simd::target_name)(); }
+const char* lm_softmax_target() {
+  apply_cpu_isa_to_dispatch();
+  return HWY_DYNAMIC_DISPATCH(lm_simd::target_name)();
+}
 
 std::vector<std::string> lm_softmax_targets() { return runnable_target_names(HWY_TARGETS); }
 void lm_softmax_force_target(const std::string& name) { force_dispatch_target(HWY_TARGETS, name); }

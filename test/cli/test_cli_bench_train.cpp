@@ -1,6 +1,7 @@
 // `prism bench train`: its table, the profile summary, the torch.compile
 // reference, and its refusals (apps/prism/bench_train.cpp).
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include "support.h"
 
@@ -24,6 +25,29 @@ TEST_CASE("bench train prints its table and, asked, where the step's time goes",
   CHECK_THAT(r.output, Catch::Contains("top 12 operations by self time"));
   CHECK_THAT(r.output, Catch::Contains("matmul"));
   CHECK_THAT(r.output, Catch::Contains("optimizer"));
+}
+
+TEST_CASE("PRISM_CPU_ISA holds every CPU kernel of a training step to that code path", "[cli][bench]") {
+  auto r = test::run_prism(std::string(kTiny) + " --compare none");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains("MLP bias + GELU kernels: Highway "));
+  auto bogus = test::run(fmt::format("PRISM_CPU_ISA=avx9 '{}' {} --compare none", PRISM_BINARY, kTiny));
+  CHECK(bogus.exit_code != 0);
+  CHECK_THAT(bogus.output, Catch::Contains("environment variable PRISM_CPU_ISA: unknown CPU code path 'avx9'") &&
+                               Catch::Contains("Fix: unset it"));
+  auto forced = test::run(fmt::format("PRISM_CPU_ISA=avx2 '{}' {} --compare none", PRISM_BINARY, kTiny));
+  INFO(forced.output);
+  if (r.output.find("fused attention kernel avx") == std::string::npos) {
+    // A CPU without AVX2 (Arm, or an old x86): the variable is refused, saying why.
+    CHECK(forced.exit_code != 0);
+    CHECK_THAT(forced.output, Catch::Contains("PRISM_CPU_ISA"));
+    return;
+  }
+  // On an AVX2 or AVX-512 CPU: the attention kernel and the row kernels all run AVX2.
+  REQUIRE(forced.exit_code == 0);
+  CHECK_THAT(forced.output, Catch::Contains("fused attention kernel avx2 "));
+  CHECK_THAT(forced.output, Catch::Contains("MLP bias + GELU kernels: Highway AVX2;"));
 }
 
 TEST_CASE("bench train times the reference under torch.compile, compile time apart", "[cli][bench]") {

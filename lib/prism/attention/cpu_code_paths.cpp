@@ -46,6 +46,11 @@ CpuCodePath default_cpu_code_path() {
   }
 }
 
+void check_cpu_isa_env() {
+  static const bool checked = (default_cpu_code_path(), true);  // a throw leaves it unset: checked again next call
+  (void)checked;
+}
+
 CpuCodePath cpu_code_path(const std::string& name, const std::string& where) {
   std::vector<std::string> names;
   for (const auto& p : cpu_code_paths()) {

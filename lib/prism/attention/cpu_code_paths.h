@@ -24,6 +24,11 @@ std::vector<CpuCodePath> cpu_code_paths();
 // PRISM_CPU_ISA this build or CPU cannot run.
 CpuCodePath default_cpu_code_path();
 
+// PRISM_CPU_ISA also holds the other Highway kernels (the LM head's softmax, the
+// MLP's bias + GELU) to that instruction set or an older one: their bindings call
+// this first, which throws the same prism::Error for a value this CPU cannot run.
+void check_cpu_isa_env();
+
 // The supported code path called `name`; throws prism::Error naming `where`
 // and the choices when there is none.
 CpuCodePath cpu_code_path(const std::string& name, const std::string& where);
