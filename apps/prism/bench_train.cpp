@@ -7,11 +7,17 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
+#include <cmath>
+#include <cstdlib>
 #include <ctime>
+#include <filesystem>
 #include <numeric>
 #include <iostream>
 #include <thread>
+
+#include <unistd.h>
 
 #include <ATen/Version.h>
 
@@ -20,9 +26,9 @@
 #include "prism/attention/attention.h"
 #include "prism/attention/cpu_code_paths.h"
 #include "prism/error.h"
+#include "prism/model/bias_gelu.h"
 #include "prism/schedule/cost.h"
 #include "prism/train/op_profile.h"
-#include "prism/model/bias_gelu.h"
 #include "prism/train/host_memory.h"
 #include "prism/train/optimizer.h"
 #include "prism/train/step.h"
@@ -189,15 +195,35 @@ PairResult time_pair(const ModelConfig& mc, const HeadSchedule& uniform, const H
 }
 
 struct Reference {
+  bool loss_finite = true;  // false: its last loss was NaN or infinite (its time is then suspect)
   Measured m;
   double compile_s = 0;
   int warmup_steps = 0;
 };
 
+// torch.compile's code cache does not key its CPU kernels on ATEN_CPU_CAPABILITY and the
+// MKL/oneDNN ISA caps: after a run under `ATEN_CPU_CAPABILITY=avx2 ...` (an AVX2
+// stand-in) later compiled runs, with or without the caps, loaded the other kind's
+// kernels and got NaN losses or heap corruption (PyTorch 2.13, Zen 5). So when any
+// cap is set, the reference loops get their own cache directory per setting, unless
+// TORCHINDUCTOR_CACHE_DIR names one. Returns the directory ("" for the default).
+std::string reference_inductor_cache() {
+  if (const char* d = std::getenv("TORCHINDUCTOR_CACHE_DIR"); d && *d) return "";
+  std::string tag;
+  for (const char* var : {"ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "ONEDNN_MAX_CPU_ISA"})
+    if (const char* v = std::getenv(var); v && *v) tag += fmt::format("-{}", v);
+  if (tag.empty()) return "";
+  for (char& c : tag)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') c = '_';
+  return (std::filesystem::temp_directory_path() / fmt::format("prism-torchinductor-uid{}{}", getuid(), tag)).string();
+}
+
 Reference time_pytorch(const std::string& python, const ModelConfig& mc, const HeadSchedule& s, bool bf16, int64_t B,
                        int64_t T, int steps, int warmup, bool compiled, bool cpu_clock, bool prism_malloc) {
   // --reference-malloc prism: the Python process gets Prism's glibc setting (host_memory.h).
-  const std::string env = prism_malloc ? fmt::format("GLIBC_TUNABLES={} ", kKeepFreedHostMemoryTunables) : "";
+  std::string env = prism_malloc ? fmt::format("GLIBC_TUNABLES={} ", kKeepFreedHostMemoryTunables) : "";
+  if (const std::string cache = reference_inductor_cache(); !cache.empty())
+    env += fmt::format("TORCHINDUCTOR_CACHE_DIR='{}' ", cache);
   std::string cmd = fmt::format(
       "{}'{}' '{}/test/reference/train_reference.py' --d-model {} --heads {} --vocab {} --block {} --batch {} --seq {} "
       "--steps {} --warmup {} --dtype {} --threads {} --clock {}{} 2>&1",
@@ -216,9 +242,13 @@ Reference time_pytorch(const std::string& python, const ModelConfig& mc, const H
   auto brace = out.rfind('{');
   if (rc != 0 || brace == std::string::npos)
     throw Error("the PyTorch reference loop failed: " + out, cmd, "check that the venv has torch (scripts/setup.sh), or pass --no-reference");
-  auto j = nlohmann::json::parse(out.substr(brace));
+  const auto j = nlohmann::json::parse(out.substr(brace), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.contains("tokens_per_s"))
+    throw Error("the PyTorch reference loop printed no result line: " + out, cmd,
+                "run that command to see what it printed, or pass --no-reference");
   Reference r;
-  r.m = {j["tokens_per_s"].get<double>(), j["loss"].get<double>()};
+  r.loss_finite = !j["loss"].is_null();
+  r.m = {j["tokens_per_s"].get<double>(), r.loss_finite ? j["loss"].get<double>() : std::nan("")};
   r.compile_s = j.value("compile_s", 0.0);
   r.warmup_steps = j.value("warmup_steps", warmup);
   return r;
@@ -337,6 +367,9 @@ int run(const std::vector<std::string>& args) {
     for (bool bf16 : dtypes)
       std::cout << fmt::format("attention '{}' in {}: uniform -> {}; Prism -> {}\n", backend, bf16 ? "bf16" : "fp32",
                                attention_path(backend, uniform, mc, bf16), attention_path(backend, prism, mc, bf16));
+    if (const std::string cache = reference_inductor_cache(); !cache.empty() && with_compiled)
+      std::cout << fmt::format("torch.compile cache: {} (its own for these ISA caps: PyTorch's cache mixes them up)\n",
+                               cache);
     std::cout << fmt::format("host memory: Prism: {}; PyTorch reference: {}\n", keep_freed_host_memory().reason,
                              prism_malloc ? fmt::format("GLIBC_TUNABLES={}", kKeepFreedHostMemoryTunables)
                                           : "the C library's defaults (--reference-malloc prism: Prism's setting)");
@@ -359,6 +392,12 @@ int run(const std::vector<std::string>& args) {
         notes.push_back(fmt::format("{}: torch.compile took {:.1f} s beyond {} ordinary steps ({} warm-up steps until compiled)",
                                     name, compiled.compile_s, compiled.warmup_steps, compiled.warmup_steps));
       }
+      for (const auto* ref : {&eager, &compiled})
+        if (ref->m.tokens_per_s > 0 && !ref->loss_finite)
+          notes.push_back(fmt::format(
+              "{}: warning: the PyTorch {} loop's loss was not finite (NaN or inf): its code computed garbage on "
+              "this machine's settings, so its tokens/s and the ratios against it are suspect",
+              name, ref == &eager ? "eager" : "torch.compile"));
       peak.round();
       const auto pair = time_pair(mc, uniform, prism, backend, bf16, B, T, steps, warmup, cpu_clock,
                                   vm.count("profile") ? vm["profile"].as<std::string>() + (bf16 ? ".bf16.json" : ".fp32.json") : "",

@@ -97,7 +97,9 @@ def main():
         loss = step()
     dt = now() - t0
     step_s = dt / a.steps
-    print(json.dumps({"tokens_per_s": a.batch * a.seq * a.steps / dt, "seconds": dt, "loss": loss,
+    # JSON has no NaN: a non-finite last loss is written as null (the caller says so).
+    print(json.dumps({"tokens_per_s": a.batch * a.seq * a.steps / dt, "seconds": dt,
+                      "loss": loss if math.isfinite(loss) else None,
                       "threads": torch.get_num_threads(), "torch": torch.__version__,
                       "compiled": a.compile, "warmup_steps": len(warm_times),
                       "compile_s": max(0.0, warm_s - len(warm_times) * step_s) if a.compile else 0.0}))
