@@ -72,3 +72,26 @@ TEST_CASE("bench train refuses unknown choices with the fix", "[cli][bench]") {
   CHECK(r.exit_code != 0);
   CHECK_THAT(r.output, Catch::Contains("--vocab 1 is too small"));
 }
+
+TEST_CASE("bench train flags a reference loop whose loss is not finite, and refuses one that prints no result",
+          "[cli][bench]") {
+  // A stand-in for the reference's Python: it prints what train_reference.py prints when its
+  // last loss was NaN (JSON has no NaN: null), or nothing that parses.
+  test::TempDir dir("prism-bench-ref");
+  const std::string nan_python = dir.file("nan-python"), bad_python = dir.file("bad-python");
+  test::write_file(nan_python,
+                   "#!/bin/sh\necho '{\"tokens_per_s\": 1000.0, \"seconds\": 1.0, \"loss\": null, \"threads\": 1, "
+                   "\"compiled\": false, \"warmup_steps\": 1, \"compile_s\": 0.0}'\n");
+  test::write_file(bad_python, "#!/bin/sh\necho '{\"loss\": NaN}'\n");
+  REQUIRE(test::run(fmt::format("chmod +x '{}' '{}'", nan_python, bad_python)).exit_code == 0);
+  auto r = test::run_prism(fmt::format("{} --compare eager --python '{}'", kTiny, nan_python));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains("PyTorch eager, uniform"));
+  CHECK_THAT(r.output, Catch::Contains("fp32: warning: the PyTorch eager loop's loss was not finite"));
+  r = test::run_prism(fmt::format("{} --compare eager --python '{}'", kTiny, bad_python));
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.output, Catch::Contains("error: ") && Catch::Contains("the PyTorch reference loop printed no result line") &&
+                           Catch::Contains("Fix: run that command"));
+  CHECK_THAT(r.output, !Catch::Contains("internal error"));
+}
