@@ -26,13 +26,6 @@ int64_t take(int64_t& top, int64_t floats) {
   return at;
 }
 
-const TargetKernel* kernel_of(Isa isa) {
-  if (isa == Isa::Avx512Bf16) return bf16_dot_kernel();
-  for (const auto& k : simd_kernels())
-    if (k.isa == isa) return &k;
-  return nullptr;
-}
-
 bool cpu_reports_avx512bf16() {
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
   __builtin_cpu_init();
@@ -49,6 +42,13 @@ const Isa kAllIsas[] = {Isa::Avx512Bf16, Isa::Avx512, Isa::Avx2, Isa::Sve2_128, 
                         Isa::Sve,        Isa::Neon,   Isa::Portable, Isa::Scalar};
 
 }  // namespace
+
+const TargetKernel* kernel_of(Isa isa) {
+  if (isa == Isa::Avx512Bf16) return bf16_dot_kernel();
+  for (const auto& k : simd_kernels())
+    if (k.isa == isa) return &k;
+  return nullptr;
+}
 
 const std::vector<Isa>& compiled_isas() {
   static const std::vector<Isa> isas = [] {

@@ -25,6 +25,9 @@ const std::vector<TargetKernel>& simd_kernels();
 // The AVX-512 target with AVX512-BF16 pair products, or nullptr when this
 // build (compiler, architecture) has none.
 const TargetKernel* bf16_dot_kernel();
+// The compiled kernel of a code path (the AVX512-BF16 build for Avx512Bf16),
+// or nullptr for Scalar and for paths this build lacks.
+const TargetKernel* kernel_of(Isa isa);
 // Highway's targets this CPU and OS support (hwy::SupportedTargets), 0 without Highway.
 int64_t hwy_supported_targets();
 

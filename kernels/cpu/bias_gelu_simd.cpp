@@ -49,12 +49,16 @@ HWY_INLINE VF gelu_grad(DF df, VF h) {
   const VF du2 = hn::Mul(hn::Set(df, 2.0f * kSqrt2OverPi), hn::MulAdd(hn::Set(df, 3.0f * kKappa), h2, one));  // 2 du/dh
   return hn::MulAdd(hn::Mul(hn::Mul(h, s), hn::Sub(one, s)), du2, s);
 }
-inline float gelu_scalar(float h) {
-  return 0.5f * h * (1.0f + std::tanh(kSqrt2OverPi * (h + kKappa * h * h * h)));
+// The same formulas for the row tails, so that every column of a row is
+// computed one way.
+inline float logistic_2u_scalar(float h) {
+  const float minus_2u = -2.0f * kSqrt2OverPi * (kKappa * h * h * h + h);
+  return 1.0f / (1.0f + std::exp(std::min(minus_2u, 80.0f)));
 }
+inline float gelu_scalar(float h) { return h * logistic_2u_scalar(h); }
 inline float gelu_grad_scalar(float h) {
-  const float t = std::tanh(kSqrt2OverPi * (h + kKappa * h * h * h));
-  return 0.5f * (1.0f + t) + 0.5f * h * (1.0f - t * t) * kSqrt2OverPi * (1.0f + 3.0f * kKappa * h * h);
+  const float s = logistic_2u_scalar(h);
+  return h * s * (1.0f - s) * (2.0f * kSqrt2OverPi * (3.0f * kKappa * h * h + 1.0f)) + s;
 }
 
 template <typename T>
@@ -105,39 +109,22 @@ void backward_rows(const Rows& dy, const Rows& x, const float* bias, const Rows&
   const T* xp = static_cast<const T*>(x.data);
   T* dxp = static_cast<T*>(dx.data);
   const int64_t n = x.cols;
-  if (!dbias) {
-#pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < x.rows; ++r)
-      backward_row(dyp + r * dy.ld, xp + r * x.ld, bias, dxp + r * dx.ld, static_cast<float*>(nullptr), n);
-    return;
-  }
-  // Each block of kRowBlock rows sums into its own partial row; the partials are then
-  // summed in block order, column by column.
+  // Each block of kRowBlock rows sums into its own partial row (none without a
+  // bias gradient); the partials are then summed in block order, column by column.
   const int64_t blocks = (x.rows + kRowBlock - 1) / kRowBlock;
-  std::vector<float> partial(static_cast<size_t>(std::max<int64_t>(blocks, 1) * n), 0.0f);
+  std::vector<float> partial(dbias ? static_cast<size_t>(blocks * n) : 0, 0.0f);
 #pragma omp parallel for schedule(static)
   for (int64_t b = 0; b < blocks; ++b) {
-    float* acc = partial.data() + b * n;
+    float* acc = dbias ? partial.data() + b * n : nullptr;
     for (int64_t r = b * kRowBlock; r < std::min(x.rows, (b + 1) * kRowBlock); ++r)
       backward_row(dyp + r * dy.ld, xp + r * x.ld, bias, dxp + r * dx.ld, acc, n);
   }
-  const DF df;
-  const int64_t L = static_cast<int64_t>(hn::Lanes(df));
-  const int64_t vec_cols = n / L;
+  if (!dbias) return;
 #pragma omp parallel for schedule(static)
-  for (int64_t j = 0; j <= vec_cols; ++j) {
-    const int64_t c0 = j * L, c1 = j < vec_cols ? c0 + L : n;
-    if (j < vec_cols) {
-      VF s = hn::Zero(df);
-      for (int64_t b = 0; b < blocks; ++b) s = hn::Add(s, hn::LoadU(df, partial.data() + b * n + c0));
-      hn::StoreU(s, df, dbias + c0);
-    } else {
-      for (int64_t c = c0; c < c1; ++c) {
-        float s = 0.0f;
-        for (int64_t b = 0; b < blocks; ++b) s += partial[static_cast<size_t>(b * n + c)];
-        dbias[c] = s;
-      }
-    }
+  for (int64_t c = 0; c < n; ++c) {
+    float s = 0.0f;
+    for (int64_t b = 0; b < blocks; ++b) s += partial[static_cast<size_t>(b * n + c)];
+    dbias[c] = s;
   }
 }
 

@@ -23,10 +23,8 @@ int64_t allowed_by_env() {
     if (!env || !*env) return ~int64_t{0};
     Isa isa = best_isa();  // parses and checks PRISM_CPU_ISA
     if (isa == Isa::Scalar) isa = Isa::Portable;  // the row kernels' plainest code is Highway's portable target
-    int64_t bit = 0;
-    if (isa == Isa::Avx512Bf16 && bf16_dot_kernel()) bit = bf16_dot_kernel()->hwy_target;
-    for (const auto& k : simd_kernels())
-      if (k.isa == isa) bit = k.hwy_target;
+    const TargetKernel* k = kernel_of(isa);
+    const int64_t bit = k ? k->hwy_target : 0;
     return bit == 0 ? ~int64_t{0} : ~(bit - 1);  // Highway's bits: higher is older
   }();
   return allowed;
