@@ -1,7 +1,7 @@
 # prism_device_lib: what prism-device-bench and prism_device_tests need and no more:
 # the kernels (CPU + CUDA), lib/prism/attention with the CUDA binding, the GPT model
-# with its LM-head loss and fused bias + GELU, and what those need (error, model_config, attention back-end
-# names, head schedules).
+# with its LM-head loss, fused bias + GELU and bf16 working copies, and what those
+# need (error, model_config, attention back-end names, head schedules).
 # LibTorch alone: fmt header-only from LibTorch's bundled copy; no yaml-cpp, HDF5,
 # Boost or PCRE2. Both builds define it:
 #   PRISM_DEVICE_MINIMAL   it is the build (cmake/PrismDeviceMinimal.cmake)
@@ -22,7 +22,8 @@ set(PRISM_DEVICE_SOURCES
   ${_src}/lib/prism/schedule/rules.cpp
   ${_src}/lib/prism/model/bias_gelu.cpp
   ${_src}/lib/prism/model/gpt.cpp
-  ${_src}/lib/prism/model/lm_loss.cpp)
+  ${_src}/lib/prism/model/lm_loss.cpp
+  ${_src}/lib/prism/model/working_copies.cpp)
 file(GLOB_RECURSE _attention CONFIGURE_DEPENDS ${_src}/lib/prism/attention/*.cpp)
 if(NOT PRISM_WITH_CUDA)
   list(FILTER _attention EXCLUDE REGEX "/attention/cuda/")

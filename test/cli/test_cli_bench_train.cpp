@@ -32,6 +32,7 @@ TEST_CASE("PRISM_CPU_ISA holds every CPU kernel of a training step to that code 
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.output, Catch::Contains("MLP bias + GELU kernels: Highway "));
+  CHECK_THAT(r.output, Catch::Contains("AdamW on bf16 working copies: Highway "));
   auto bogus = test::run(fmt::format("PRISM_CPU_ISA=avx9 '{}' {} --compare none", PRISM_BINARY, kTiny));
   CHECK(bogus.exit_code != 0);
   CHECK_THAT(bogus.output, Catch::Contains("environment variable PRISM_CPU_ISA: unknown CPU code path 'avx9'") &&
@@ -48,6 +49,7 @@ TEST_CASE("PRISM_CPU_ISA holds every CPU kernel of a training step to that code 
   REQUIRE(forced.exit_code == 0);
   CHECK_THAT(forced.output, Catch::Contains("fused attention kernel avx2 "));
   CHECK_THAT(forced.output, Catch::Contains("MLP bias + GELU kernels: Highway AVX2;"));
+  CHECK_THAT(forced.output, Catch::Contains("AdamW on bf16 working copies: Highway AVX2;"));
 }
 
 TEST_CASE("bench train times the reference under torch.compile, compile time apart", "[cli][bench]") {

@@ -22,7 +22,10 @@ torch::nn::Linear linear(int64_t in, int64_t out, bool bias) {
 // shape (under autocast, one bf16 addmm). The C++ frontend's Linear::forward
 // does a matmul and then adds the bias over the whole output in a second pass,
 // a mixed-dtype one under autocast (fp32 bias into bf16 output).
-torch::Tensor affine(const torch::nn::Linear& l, const torch::Tensor& x) { return torch::linear(x, l->weight, l->bias); }
+// Inside a training step with bf16 working copies, the weight is its bf16 copy.
+torch::Tensor affine(const torch::nn::Linear& l, const torch::Tensor& x) {
+  return torch::linear(x, working_weight(l->weight), l->bias);
+}
 }  // namespace
 
 LayerNormImpl::LayerNormImpl(int64_t d, bool bias) {
@@ -63,7 +66,7 @@ MLPImpl::MLPImpl(const ModelConfig& cfg) {
 
 torch::Tensor MLPImpl::forward(const torch::Tensor& x) {
   // GPT-2's GELU is the tanh approximation; on the CPU the bias and GELU are one fused pass.
-  return dropout(affine(c_proj, linear_gelu(x, c_fc->weight, c_fc->bias)));
+  return dropout(affine(c_proj, linear_gelu(x, working_weight(c_fc->weight), c_fc->bias)));
 }
 
 BlockImpl::BlockImpl(const ModelConfig& cfg, int n_head) {
@@ -168,6 +171,12 @@ GPTOutput GPTImpl::forward(const torch::Tensor& idx, const torch::Tensor& target
     out.logits = F::linear(x, wte->weight);
   }
   return out;
+}
+
+void GPTImpl::add_working_copies(WorkingCopies& copies) {
+  for (auto& m : modules(/*include_self=*/false))
+    if (auto* l = m->as<torch::nn::Linear>()) copies.add(l->weight, /*leaf=*/true);
+  copies.add(wte->weight, /*leaf=*/false);
 }
 
 int64_t GPTImpl::num_params(bool include_position_table) const {

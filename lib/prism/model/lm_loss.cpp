@@ -8,6 +8,7 @@
 
 #include "cpu/lm_softmax.h"
 #include "prism/attention/cpu_code_paths.h"
+#include "prism/model/working_copies.h"
 
 namespace prism {
 
@@ -119,7 +120,9 @@ class LmHeadCrossEntropy : public torch::autograd::Function<LmHeadCrossEntropy> 
     if (dt != torch::kFloat && dt != torch::kBFloat16) dt = torch::kFloat;  // the kernels' two types
     c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
     auto x = x_in.to(dt).contiguous();
-    auto w = w_in.to(dt).contiguous();
+    // A training step with bf16 working copies has this cast made already (working_copies.h).
+    auto cached = dt == torch::kBFloat16 ? cached_bf16_copy(w_in) : torch::Tensor();
+    auto w = cached.defined() ? cached : w_in.to(dt).contiguous();
     auto targets = targets_in.to(torch::kLong).contiguous();
     const int64_t N = x.size(0), V = w.size(0);
     const bool cpu = x.device().is_cpu();

@@ -1,5 +1,8 @@
 #include "prism/train/optimizer.h"
 
+#include "cpu/adamw.h"
+#include "prism/attention/cpu_code_paths.h"
+
 namespace prism {
 
 ParameterGroups group_parameters(const torch::nn::Module& model) {
@@ -41,13 +44,17 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
     torch::AutoGradMode grad(true);
     loss = closure();
   }
+  const double grad_scale = grad_scale_.defined() ? grad_scale_.item<double>() : 1.0;
+  if (copies_) attention::check_cpu_isa_env();
   for (auto& group : param_groups()) {
     auto& o = static_cast<torch::optim::AdamWOptions&>(group.options());
     TORCH_CHECK(!o.amsgrad(), "FusedAdamW: amsgrad is not supported");
     std::vector<torch::Tensor> params, grads, m, v, steps;
     std::vector<torch::optim::AdamWParamState*> states;
     for (auto& p : group.params()) {
-      if (!p.grad().defined()) continue;
+      auto* copy = copies_ ? copies_->entry_of(p) : nullptr;
+      auto g = copies_ ? copies_->grad_of(p) : p.grad();
+      if (!g.defined()) continue;
       auto& slot = state()[p.unsafeGetTensorImpl()];
       if (!slot) {
         auto st = std::make_unique<torch::optim::AdamWParamState>();
@@ -57,8 +64,33 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
         slot = std::move(st);
       }
       auto* st = static_cast<torch::optim::AdamWParamState*>(slot.get());
+      if (copy) {
+        // This parameter and its working copy, in one pass of our kernel.
+        if (g.is_sparse()) g = g.to_dense();
+        g = g.contiguous();
+        kernels::cpu::AdamWTensor t;
+        t.param = p.data_ptr<float>();
+        if (g.scalar_type() == torch::kBFloat16) t.grad_bf16 = reinterpret_cast<const uint16_t*>(g.data_ptr());
+        else t.grad_f32 = g.data_ptr<float>();
+        t.exp_avg = st->exp_avg().data_ptr<float>();
+        t.exp_avg_sq = st->exp_avg_sq().data_ptr<float>();
+        t.copy_bf16 = reinterpret_cast<uint16_t*>(copy->copy.data_ptr());
+        t.n = p.numel();
+        kernels::cpu::AdamWHyper h;
+        h.lr = o.lr();
+        h.beta1 = std::get<0>(o.betas());
+        h.beta2 = std::get<1>(o.betas());
+        h.eps = o.eps();
+        h.weight_decay = o.weight_decay();
+        h.step = st->step() + 1;
+        h.grad_scale = grad_scale;
+        kernels::cpu::adamw_step(t, h);
+        copies_->written(*copy);
+        st->step(st->step() + 1);
+        continue;
+      }
       params.push_back(p);
-      grads.push_back(p.grad());
+      grads.push_back(g);
       m.push_back(st->exp_avg());
       v.push_back(st->exp_avg_sq());
       // The kernel reads the already-incremented step count (bias corrections).
@@ -76,6 +108,11 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
 
 void set_learning_rate(torch::optim::Optimizer& opt, double lr) {
   for (auto& g : opt.param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
+}
+
+const char* adamw_cpu_target() {
+  attention::check_cpu_isa_env();  // PRISM_CPU_ISA holds this kernel too; a bad value is refused with its fix
+  return kernels::cpu::adamw_target();
 }
 
 }  // namespace prism

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "prism/config/train_config.h"
+#include "prism/model/working_copies.h"
 
 namespace prism {
 
@@ -33,11 +34,22 @@ class FusedAdamW : public torch::optim::AdamW {
   // instead of a separate multiply.
   void set_grad_scale(torch::Tensor scale) { grad_scale_ = std::move(scale); }
 
+  // bf16 working copies (prism/model/working_copies.h): a parameter that has
+  // one is stepped by our AdamW kernel (kernels/cpu/adamw.h: the same update,
+  // reading a leaf copy's bf16 gradient, or the master's fp32 one, and writing
+  // the new copy in the same pass); the others by ATen's fused kernel. The
+  // optimizer's state (per master parameter) is the same either way.
+  void set_working_copies(std::shared_ptr<WorkingCopies> copies) { copies_ = std::move(copies); }
+  WorkingCopies* working_copies() const { return copies_.get(); }
+
  private:
   torch::Tensor grad_scale_;
+  std::shared_ptr<WorkingCopies> copies_;
 };
 // FusedAdamW with nanoGPT's two groups.
 std::unique_ptr<torch::optim::AdamW> make_adamw(torch::nn::Module& model, const TrainConfig& t);
 void set_learning_rate(torch::optim::Optimizer& opt, double lr);
+// The Highway target FusedAdamW's own kernel (parameters with working copies) runs on here.
+const char* adamw_cpu_target();
 
 }  // namespace prism

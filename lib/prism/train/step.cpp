@@ -4,21 +4,43 @@
 
 #include <cmath>
 
+#include "cpu/adamw.h"
 #include "prism/train/optimizer.h"
 
 namespace prism {
 
 bool StepResult::diverged() const { return !std::isfinite(loss) || !std::isfinite(grad_norm); }
 
+namespace {
+
+// bf16 training on the CPU, with our fused AdamW and no data parallelism (whose
+// gradient hooks sit on the masters), runs on bf16 working copies; made on the
+// first step and kept by the optimizer.
+WorkingCopies* working_copies_for(GPT& model, FusedAdamW* fused, const Execution& exec, GradientSync* sync) {
+  if (!fused || !exec.bf16 || !exec.device.is_cpu() || sync) return nullptr;
+  if (!fused->working_copies()) {
+    auto copies = std::make_shared<WorkingCopies>();
+    model->add_working_copies(*copies);
+    fused->set_working_copies(std::move(copies));
+  }
+  return fused->working_copies();
+}
+
+}  // namespace
+
 StepResult optimizer_step(GPT& model, torch::optim::Optimizer& opt, const Execution& exec, const BatchSource& next,
                           int64_t accum, double grad_clip, GradientSync* sync) {
+  auto* fused = dynamic_cast<FusedAdamW*>(&opt);
+  WorkingCopies* copies = working_copies_for(model, fused, exec, sync);
   opt.zero_grad(true);
+  if (copies) copies->zero_grads();
   model->train();
   auto loss_sum = torch::zeros({}, torch::dtype(torch::kFloat).device(exec.device));
   for (int64_t m = 0; m < accum; ++m) {
     auto [x, y] = next();
     x = x.to(exec.device, true);
     y = y.to(exec.device, true);
+    WorkingCopyScope working(copies);
     torch::Tensor loss;
     {
       AutocastScope autocast(exec);
@@ -26,6 +48,7 @@ StepResult optimizer_step(GPT& model, torch::optim::Optimizer& opt, const Execut
     }
     if (sync) sync->prepare(m + 1 == accum);
     (loss / static_cast<double>(accum)).backward();
+    if (copies && accum > 1) copies->fold_grads();  // micro-batches sum in fp32, as under autocast
     loss_sum += loss.detach();
   }
   StepResult r;
@@ -39,7 +62,6 @@ StepResult optimizer_step(GPT& model, torch::optim::Optimizer& opt, const Execut
     return r;
   }
   RECORD_USER_SCOPE("prism::optimizer");  // clipping and AdamW: the op profile's optimizer category
-  auto* fused = dynamic_cast<FusedAdamW*>(&opt);
   if (!fused) {
     // clip_grad_norm_ returns the norm before clipping; a huge max_norm only measures it.
     r.grad_norm = torch::nn::utils::clip_grad_norm_(model->parameters(), grad_clip > 0 ? grad_clip : 1e30);
@@ -51,8 +73,21 @@ StepResult optimizer_step(GPT& model, torch::optim::Optimizer& opt, const Execut
   // where clip_grad_norm_ would multiply every gradient first, by 1.0 when not
   // clipping. The norm and the coefficient are clip_grad_norm_'s.
   std::vector<torch::Tensor> norms;
-  for (const auto& p : model->parameters())
-    if (p.grad().defined()) norms.push_back(p.grad().norm(2));
+  double bf16_squares = 0;  // the bf16 gradients' share, summed by our kernel
+  bool any_bf16 = false;
+  for (const auto& p : model->parameters()) {
+    const auto g = copies ? copies->grad_of(p) : p.grad();
+    if (!g.defined()) continue;
+    if (g.scalar_type() == torch::kBFloat16 && g.is_contiguous()) {
+      // ATen's norm of a bf16 tensor rounds its result to bf16, and asked for an
+      // fp32 result it converts the whole tensor first.
+      bf16_squares += kernels::cpu::sum_squares_bf16(reinterpret_cast<const uint16_t*>(g.data_ptr()), g.numel());
+      any_bf16 = true;
+    } else {
+      norms.push_back(g.norm(2));
+    }
+  }
+  if (any_bf16) norms.push_back(torch::tensor(static_cast<float>(std::sqrt(bf16_squares))));
   if (norms.empty()) {
     opt.step();
     return r;

@@ -1,0 +1,285 @@
+// bf16 training on working copies: the AdamW kernel (kernels/cpu/adamw.h) on
+// every Highway target against its reference and ATen's fused AdamW, and a
+// training step on working copies (prism/model/working_copies.h) against the
+// plain autocast step it replaces.
+#include <catch2/catch.hpp>
+#include <ATen/autocast_mode.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "cpu/adamw.h"
+#include "prism/model/gpt.h"
+#include "prism/model/working_copies.h"
+#include "prism/train/execution.h"
+#include "prism/train/optimizer.h"
+#include "prism/train/step.h"
+
+using namespace prism;
+namespace kc = prism::kernels::cpu;
+
+namespace {
+
+struct ForcedTarget {
+  explicit ForcedTarget(const std::string& name) { kc::adamw_force_target(name); }
+  ~ForcedTarget() { kc::adamw_force_target(""); }
+};
+
+struct Threads {
+  explicit Threads(int n) : before(torch::get_num_threads()) { torch::set_num_threads(n); }
+  ~Threads() { torch::set_num_threads(before); }
+  int before;
+};
+
+struct State {
+  torch::Tensor p, m, v, copy;
+};
+
+State run_kernel(const State& in, const torch::Tensor& grad, const kc::AdamWHyper& h, bool reference) {
+  State s{in.p.clone(), in.m.clone(), in.v.clone(), torch::empty_like(in.p, torch::kBFloat16)};
+  kc::AdamWTensor t;
+  t.param = s.p.data_ptr<float>();
+  if (grad.scalar_type() == torch::kBFloat16) t.grad_bf16 = reinterpret_cast<const uint16_t*>(grad.data_ptr());
+  else t.grad_f32 = grad.data_ptr<float>();
+  t.exp_avg = s.m.data_ptr<float>();
+  t.exp_avg_sq = s.v.data_ptr<float>();
+  t.copy_bf16 = reinterpret_cast<uint16_t*>(s.copy.data_ptr());
+  t.n = s.p.numel();
+  if (reference) kc::reference::adamw_step(t, h);
+  else kc::adamw_step(t, h);
+  return s;
+}
+
+bool same_bits(const torch::Tensor& a, const torch::Tensor& b) {
+  return a.sizes() == b.sizes() && a.scalar_type() == b.scalar_type() &&
+         std::memcmp(a.data_ptr(), b.data_ptr(), static_cast<size_t>(a.numel() * a.element_size())) == 0;
+}
+
+// Within a few fp32 roundings of each element.
+bool close(const torch::Tensor& got, const torch::Tensor& want) {
+  return torch::allclose(got, want, /*rtol=*/2e-6, /*atol=*/1e-9);
+}
+
+}  // namespace
+
+TEST_CASE("AdamW kernel: every SIMD target and the reference against ATen's fused AdamW", "[train][optimizer][kernels]") {
+  const auto targets = kc::adamw_targets();
+  REQUIRE(!targets.empty());
+  // Lengths that are and are not whole vectors, and several OpenMP chunks with a partial last one.
+  const int64_t n = GENERATE(1, 15, 16, 333, 40000);
+  const auto grad_type = GENERATE(torch::kBFloat16, torch::kFloat);
+  const double weight_decay = GENERATE(0.0, 0.1);
+  const double grad_scale = GENERATE(1.0, 2.5);
+  const int64_t step = GENERATE(1, 7);
+  INFO("n " << n << ", grad " << grad_type << ", weight decay " << weight_decay << ", grad scale " << grad_scale
+            << ", step " << step);
+  torch::manual_seed(n + step);
+  State in{torch::randn({n}), torch::randn({n}) * 0.01, torch::rand({n}) * 1e-4, {}};
+  const auto grad = torch::randn({n}).to(grad_type);
+  kc::AdamWHyper h;
+  h.lr = 3e-3;
+  h.beta1 = 0.9;
+  h.beta2 = 0.95;
+  h.eps = 1e-8;
+  h.weight_decay = weight_decay;
+  h.step = step;
+  h.grad_scale = grad_scale;
+
+  // ATen's fused AdamW on the gradient in fp32 (a bf16 gradient widened: exact); a
+  // copy, since it stores the divided gradient back.
+  auto p = in.p.clone(), m = in.m.clone(), v = in.v.clone(), g = grad.to(torch::kFloat).clone();
+  std::optional<torch::Tensor> scale;
+  if (grad_scale != 1.0) scale = torch::full({}, grad_scale);
+  at::_fused_adamw_({p}, {g}, {m}, {v}, {}, {torch::full({}, static_cast<double>(step))}, h.lr, h.beta1, h.beta2,
+                    h.weight_decay, h.eps, false, false, scale);
+
+  const State ref = run_kernel(in, grad, h, /*reference=*/true);
+  CHECK(close(ref.p, p));
+  CHECK(close(ref.m, m));
+  CHECK(close(ref.v, v));
+  CHECK(same_bits(ref.copy, ref.p.to(torch::kBFloat16)));  // the copy is the new weight rounded as autocast does
+  for (const auto& target : targets) {
+    INFO("target " << target);
+    ForcedTarget forced(target);
+    const State got = run_kernel(in, grad, h, false);
+    CHECK(close(got.p, ref.p));
+    CHECK(close(got.m, ref.m));
+    CHECK(close(got.v, ref.v));
+    CHECK(same_bits(got.copy, got.p.to(torch::kBFloat16)));
+    CHECK(got.p.ne(in.p).any().item<bool>());  // it stepped
+  }
+  // Each element's result does not depend on the thread count (exact resume on another machine size).
+  const State one = [&] { Threads t(1); return run_kernel(in, grad, h, false); }();
+  const State three = [&] { Threads t(3); return run_kernel(in, grad, h, false); }();
+  CHECK(same_bits(one.p, three.p));
+  CHECK(same_bits(one.v, three.v));
+}
+
+TEST_CASE("AdamW kernel: a bf16 gradient's sum of squares, the same bits on any thread count", "[train][optimizer][kernels]") {
+  const int64_t n = GENERATE(1, 17, 40000, 100003);
+  torch::manual_seed(n);
+  const auto g = (torch::randn({n}) * 3).to(torch::kBFloat16);
+  const double want = g.to(torch::kDouble).pow(2).sum().item<double>();
+  CHECK(std::abs(kc::reference::sum_squares_bf16(reinterpret_cast<const uint16_t*>(g.data_ptr()), n) - want) <
+        1e-9 * want);
+  for (const auto& target : kc::adamw_targets()) {
+    INFO("target " << target);
+    ForcedTarget forced(target);
+    const auto* x = reinterpret_cast<const uint16_t*>(g.data_ptr());
+    const double got = kc::sum_squares_bf16(x, n);
+    CHECK(std::abs(got - want) < 1e-5 * want);  // fp32 sums of 256 values at most, then double
+    const double one = [&] { Threads t(1); return kc::sum_squares_bf16(x, n); }();
+    const double three = [&] { Threads t(3); return kc::sum_squares_bf16(x, n); }();
+    CHECK(std::memcmp(&one, &three, sizeof one) == 0);
+    CHECK(std::memcmp(&one, &got, sizeof one) == 0);
+  }
+}
+
+namespace {
+
+struct Fixture {
+  ModelConfig mc = [] {
+    ModelConfig c = model_preset("cpu-128");
+    c.vocab_size = 512;
+    c.n_layer = 2;
+    return c;
+  }();
+  HeadSchedule schedule = HeadSchedule::parse("1x1,4x1");
+  TrainConfig tc = [] {
+    TrainConfig t;
+    t.dtype = "bf16";
+    t.threads = 2;
+    t.lr = 3e-3;
+    return t;
+  }();
+  torch::Tensor idx, targets;
+  Fixture() {
+    torch::manual_seed(11);
+    auto pool = torch::randint(0, mc.vocab_size, {4, 4, 65}, torch::kLong);
+    idx = pool.narrow(2, 0, 64);
+    targets = pool.narrow(2, 1, 64);
+  }
+  GPT model() const {
+    torch::manual_seed(3);
+    return GPT(mc, schedule);
+  }
+};
+
+// The step before working copies: autocast casts the weights in the forward and
+// their gradients back in the backward; clip_grad_norm_ and ATen's fused AdamW.
+double autocast_step(GPT& model, torch::optim::Optimizer& opt, const Execution& exec, const torch::Tensor& x,
+                     const torch::Tensor& y, double clip, double* norm) {
+  opt.zero_grad(true);
+  model->train();
+  torch::Tensor loss;
+  {
+    AutocastScope autocast(exec);
+    loss = model->forward(x, y).loss;
+  }
+  loss.backward();
+  *norm = torch::nn::utils::clip_grad_norm_(model->parameters(), clip);
+  opt.step();
+  return loss.item<double>();
+}
+
+}  // namespace
+
+TEST_CASE("bf16 training on working copies follows the autocast step it replaces", "[train][optimizer][bf16]") {
+  Fixture f;
+  const Execution exec = resolve_execution(f.tc);
+  REQUIRE(exec.bf16);
+  auto a = f.model(), b = f.model();
+  auto opt_a = make_adamw(*a, f.tc), opt_b = make_adamw(*b, f.tc);
+  const double clip = 1.0;
+  int64_t s = 0;
+  BatchSource next = [&] { return std::make_pair(f.idx[s % 4], f.targets[s % 4]); };
+  double first = 0, last = 0;
+  for (s = 0; s < 12; ++s) {
+    const StepResult r = optimizer_step(a, *opt_a, exec, next, 1, clip);
+    double norm_b = 0;
+    const double loss_b = autocast_step(b, *opt_b, exec, f.idx[s % 4], f.targets[s % 4], clip, &norm_b);
+    INFO("step " << s << ": loss " << r.loss << " vs " << loss_b << ", grad norm " << r.grad_norm << " vs " << norm_b);
+    if (s == 0) {
+      // Same weights: the forward on the copies is autocast's, bit for bit, and so is the loss.
+      CHECK(r.loss == loss_b);
+      CHECK(std::abs(r.grad_norm - norm_b) < 1e-5 * norm_b);
+      first = r.loss;
+    }
+    CHECK(std::abs(r.loss - loss_b) < 2e-3);
+    CHECK(std::abs(r.grad_norm - norm_b) < 2e-2 * std::max(1.0, norm_b));
+    last = r.loss;
+  }
+  CHECK(last < first - 0.5);  // it learned the repeated batches
+  // The copies were used, and each is its master rounded to bf16.
+  auto* fused = dynamic_cast<FusedAdamW*>(opt_a.get());
+  REQUIRE(fused);
+  REQUIRE(fused->working_copies());
+  int leaves = 0;
+  for (auto& e : fused->working_copies()->entries()) {
+    CHECK(same_bits(e.copy.detach(), e.master.detach().to(torch::kBFloat16)));
+    leaves += e.leaf ? 1 : 0;
+  }
+  CHECK(leaves == 4 * f.mc.n_layer);                                         // c_attn, c_proj, c_fc, mlp c_proj
+  CHECK(static_cast<int>(fused->working_copies()->entries().size()) == leaves + 1);  // and the tied embedding
+}
+
+TEST_CASE("a working copy whose master changed is written again before use", "[train][optimizer][bf16]") {
+  Fixture f;
+  const Execution exec = resolve_execution(f.tc);
+  auto model = f.model();
+  auto opt = make_adamw(*model, f.tc);
+  int64_t s = 0;
+  BatchSource next = [&] { return std::make_pair(f.idx[s % 4], f.targets[s % 4]); };
+  for (s = 0; s < 2; ++s) optimizer_step(model, *opt, exec, next, 1, 1.0);
+  {
+    torch::NoGradGuard no_grad;  // a checkpoint load, or any in-place edit of the weights
+    for (auto& p : model->parameters()) p.add_(0.01);
+  }
+  auto* copies = dynamic_cast<FusedAdamW*>(opt.get())->working_copies();
+  REQUIRE(copies);
+  model->eval();
+  torch::NoGradGuard no_grad;
+  AutocastScope autocast(exec);
+  const auto plain = model->forward(f.idx[0], f.targets[0]).loss;
+  WorkingCopyScope working(copies);
+  const auto on_copies = model->forward(f.idx[0], f.targets[0]).loss;
+  CHECK(on_copies.item<double>() == plain.item<double>());
+  for (auto& e : copies->entries()) CHECK(same_bits(e.copy.detach(), e.master.detach().to(torch::kBFloat16)));
+}
+
+TEST_CASE("gradient accumulation on working copies sums the micro-batches in fp32", "[train][optimizer][bf16]") {
+  Fixture f;
+  const Execution exec = resolve_execution(f.tc);
+  auto a = f.model(), b = f.model();
+  auto opt_a = make_adamw(*a, f.tc), opt_b = make_adamw(*b, f.tc);
+  int64_t i = 0;
+  BatchSource next = [&] {
+    auto r = std::make_pair(f.idx[i % 4], f.targets[i % 4]);
+    ++i;
+    return r;
+  };
+  // a: two micro-batches per step on copies; b: the same two, autocast, by hand.
+  for (int step = 0; step < 3; ++step) {
+    const StepResult r = optimizer_step(a, *opt_a, exec, next, 2, 0.0);
+    opt_b->zero_grad(true);
+    double sum = 0;
+    for (int m = 0; m < 2; ++m) {
+      const int64_t k = (2 * step + m) % 4;
+      torch::Tensor loss;
+      {
+        AutocastScope autocast(exec);
+        loss = b->forward(f.idx[k], f.targets[k]).loss;
+      }
+      (loss / 2.0).backward();
+      sum += loss.item<double>();
+    }
+    opt_b->step();
+    INFO("step " << step << ": " << r.loss << " vs " << sum / 2);
+    if (step == 0) CHECK(std::abs(r.loss - sum / 2) < 1e-6);  // the same forward: the sums' rounding only
+    CHECK(std::abs(r.loss - sum / 2) < 1e-3);
+  }
+  // Between steps the copies hold no gradient of their own: the micro-batches were folded into the masters.
+  for (auto& e : dynamic_cast<FusedAdamW*>(opt_a.get())->working_copies()->entries())
+    if (e.leaf) CHECK(!e.copy.grad().defined());
+}
