@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cpu/adamw.h"
+#include "cpu/adamw_scalar.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace prism::kernels::cpu::adamw_simd {
@@ -25,12 +26,9 @@ using namespace prism::kernels::cpu::bf16_vec::HWY_NAMESPACE;  // DF, VF, load_f
 // Elements per OpenMP work item: whole cache lines, enough work per item.
 constexpr int64_t kChunk = 1 << 14;
 
-struct Consts {
-  float decay, one_minus_b1, b2, one_minus_b2, step_size, bc2_sqrt, eps, scale;
-  bool scaled;
-};
+using adamw_scalar::Consts;
 
-// p, m, v of one vector or one element; G is the gradient's element type.
+// Elements [i0, i1): whole vectors, then the tail one at a time; G is the gradient's element type.
 template <typename G>
 void span(const AdamWTensor& t, const G* grad, const Consts& k, int64_t i0, int64_t i1) {
   const DF df;
@@ -54,32 +52,13 @@ void span(const AdamWTensor& t, const G* grad, const Consts& k, int64_t i0, int6
     if (t.copy_bf16) store_f(t.copy_bf16 + i, p);
   }
   for (; i < i1; ++i) {
-    float g = scalar_f(grad[i]);
-    if (k.scaled) g /= k.scale;
-    float p = t.param[i];
-    p -= k.decay * p;
-    float m = t.exp_avg[i];
-    m += k.one_minus_b1 * (g - m);
-    const float v = k.b2 * t.exp_avg_sq[i] + k.one_minus_b2 * g * g;
-    p -= k.step_size * m / (std::sqrt(v) / k.bc2_sqrt + k.eps);
-    t.param[i] = p;
-    t.exp_avg[i] = m;
-    t.exp_avg_sq[i] = v;
-    if (t.copy_bf16) scalar_store(t.copy_bf16 + i, p);
+    adamw_scalar::update(scalar_f(grad[i]), t.param[i], t.exp_avg[i], t.exp_avg_sq[i], k);
+    if (t.copy_bf16) scalar_store(t.copy_bf16 + i, t.param[i]);
   }
 }
 
 void adamw_step(const AdamWTensor& t, const AdamWHyper& h) {
-  Consts k;
-  k.decay = static_cast<float>(h.lr * h.weight_decay);
-  k.one_minus_b1 = static_cast<float>(1.0 - h.beta1);
-  k.b2 = static_cast<float>(h.beta2);
-  k.one_minus_b2 = static_cast<float>(1.0 - h.beta2);
-  k.step_size = static_cast<float>(h.lr / (1.0 - std::pow(h.beta1, static_cast<double>(h.step))));
-  k.bc2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(h.beta2, static_cast<double>(h.step))));
-  k.eps = static_cast<float>(h.eps);
-  k.scaled = h.grad_scale != 1.0;
-  k.scale = static_cast<float>(h.grad_scale);
+  const Consts k = adamw_scalar::consts_of(h);
   const int64_t chunks = (t.n + kChunk - 1) / kChunk;
 #pragma omp parallel for schedule(static)
   for (int64_t c = 0; c < chunks; ++c) {
