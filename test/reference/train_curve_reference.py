@@ -1,5 +1,6 @@
 """The reference trainer's loss curve for given weights and batches: the C++
-trainer's fp32 curve is compared with it step by step (test/train/test_train_curve.cpp).
+trainer's curves are compared with it step by step (test/train/test_train_curve.cpp),
+in fp32 and under bf16 autocast.
 
 nanoGPT's training step on gpt_reference.GPT: AdamW with nanoGPT's grouping
 (matrices decay, vectors do not), gradient clipping at `clip`, constant `lr`.
@@ -7,9 +8,11 @@ nanoGPT's training step on gpt_reference.GPT: AdamW with nanoGPT's grouping
     python train_curve_reference.py IN.safetensors OUT.safetensors
 
 IN holds the model's weights, `idx` and `targets` (steps, B, T), and metadata
-heads, bias, lr, beta1, beta2, eps, weight_decay, clip. OUT receives `loss`
-(steps) and `grad_norm` (steps).
+heads, bias, lr, beta1, beta2, eps, weight_decay, clip, and optionally dtype
+(fp32, the default, or bf16: the forward under CPU autocast to bf16, as
+nanoGPT's train.py runs it). OUT receives `loss` (steps) and `grad_norm` (steps).
 """
+import contextlib
 import sys
 
 import torch
@@ -26,11 +29,13 @@ def main(inp, out):
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": hp["weight_decay"]},
                              {"params": no_decay, "weight_decay": 0.0}],
                             lr=hp["lr"], betas=(hp["beta1"], hp["beta2"]), eps=hp["eps"])
+    bf16 = meta.get("dtype", "fp32") == "bf16"
     idx, targets = tensors["idx"], tensors["targets"]
     losses, norms = [], []
     for s in range(idx.shape[0]):
         opt.zero_grad(set_to_none=True)
-        _, loss = model(idx[s], targets[s])
+        with torch.autocast("cpu", dtype=torch.bfloat16) if bf16 else contextlib.nullcontext():
+            _, loss = model(idx[s], targets[s])
         loss.backward()
         norms.append(float(torch.nn.utils.clip_grad_norm_(model.parameters(), hp["clip"])))
         opt.step()
