@@ -33,10 +33,20 @@ struct AdamWHyper {
   double grad_scale = 1.0;  // the gradient is divided by it (clipping)
 };
 
+// fp32 rows added to some rows of a gradient: the token embedding's sparse
+// gradient (the batch's rows) on top of the tied LM head's dense bf16 one. The
+// tensor is (n / cols) rows of `cols` values; rows[r] is row r's fp32 values
+// to add, or null.
+struct ExtraRows {
+  int64_t cols = 0;
+  const float* const* rows = nullptr;  // null: none
+};
+
 struct AdamWTensor {
   float* param = nullptr;            // fp32 master weight, updated in place
   const float* grad_f32 = nullptr;   // the gradient: exactly one of grad_f32 and
   const uint16_t* grad_bf16 = nullptr;  // grad_bf16 is given
+  ExtraRows extra;                   // added to the gradient (before grad_scale divides it)
   float* exp_avg = nullptr;          // first moment, in place
   float* exp_avg_sq = nullptr;       // second moment, in place
   uint16_t* copy_bf16 = nullptr;     // the bf16 working copy written from the new weight; may be null
@@ -45,10 +55,11 @@ struct AdamWTensor {
 
 void adamw_step(const AdamWTensor& t, const AdamWHyper& h);
 
-// The sum of the squares of n bf16 values (a bf16 gradient's share of the
-// clipping norm): fp32 lanes over fixed blocks of 256 values whose sums are
-// added in order in double, so the same bits on any thread count.
-double sum_squares_bf16(const uint16_t* x, int64_t n);
+// The sum of the squares of n bf16 values plus their extra rows (a bf16
+// gradient's share of the clipping norm): fp32 lanes over fixed blocks of at
+// most 256 values whose sums are added in order in double, so the same bits
+// on any thread count.
+double sum_squares_bf16(const uint16_t* x, int64_t n, const ExtraRows& extra = {});
 
 // The Highway target adamw_step runs on here ("AVX3_ZEN4", ..., or "scalar
 // reference" in a build without Highway); for tests, the targets this CPU
@@ -59,7 +70,7 @@ void adamw_force_target(const std::string& name);
 
 namespace reference {
 void adamw_step(const AdamWTensor& t, const AdamWHyper& h);
-double sum_squares_bf16(const uint16_t* x, int64_t n);  // in double
+double sum_squares_bf16(const uint16_t* x, int64_t n, const ExtraRows& extra = {});  // in double
 }  // namespace reference
 
 }  // namespace prism::kernels::cpu

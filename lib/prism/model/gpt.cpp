@@ -166,7 +166,7 @@ GPTOutput GPTImpl::forward(const torch::Tensor& idx, const torch::Tensor& target
   x = ln_f(x);
   if (targets.defined()) {
     // LM head (tied to the token embedding) and loss, by the path that suits the device (lm_loss.h).
-    out.loss = lm_head_loss(x.reshape({-1, x.size(-1)}), wte->weight, targets.reshape({-1}));
+    out.loss = lm_head_loss(x.reshape({-1, x.size(-1)}), working_weight(wte->weight), targets.reshape({-1}));
   } else {
     out.logits = F::linear(x, wte->weight);
   }
@@ -175,8 +175,8 @@ GPTOutput GPTImpl::forward(const torch::Tensor& idx, const torch::Tensor& target
 
 void GPTImpl::add_working_copies(WorkingCopies& copies) {
   for (auto& m : modules(/*include_self=*/false))
-    if (auto* l = m->as<torch::nn::Linear>()) copies.add(l->weight, /*leaf=*/true);
-  copies.add(wte->weight, /*leaf=*/false);
+    if (auto* l = m->as<torch::nn::Linear>()) copies.add(l->weight);
+  copies.add(wte->weight);  // the LM head's operand; the lookup reads the master
 }
 
 int64_t GPTImpl::num_params(bool include_position_table) const {

@@ -99,8 +99,8 @@ class GPTImpl : public torch::nn::Module {
   // nanoGPT's count: every parameter once (the tied LM head shares wte), optionally
   // without the position table.
   int64_t num_params(bool include_position_table = true) const;
-  // Registers the model's bf16 working copies (working_copies.h): a leaf copy of
-  // every Linear weight, a cached one of the token embedding the LM head reads.
+  // Registers the model's bf16 working copies (working_copies.h): every Linear
+  // weight and the token embedding the LM head reads.
   void add_working_copies(WorkingCopies& copies);
 
   const ModelConfig& config() const { return cfg_; }

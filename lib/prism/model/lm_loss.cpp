@@ -8,7 +8,6 @@
 
 #include "cpu/lm_softmax.h"
 #include "prism/attention/cpu_code_paths.h"
-#include "prism/model/working_copies.h"
 
 namespace prism {
 
@@ -120,9 +119,7 @@ class LmHeadCrossEntropy : public torch::autograd::Function<LmHeadCrossEntropy> 
     if (dt != torch::kFloat && dt != torch::kBFloat16) dt = torch::kFloat;  // the kernels' two types
     c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
     auto x = x_in.to(dt).contiguous();
-    // A training step with bf16 working copies has this cast made already (working_copies.h).
-    auto cached = dt == torch::kBFloat16 ? cached_bf16_copy(w_in) : torch::Tensor();
-    auto w = cached.defined() ? cached : w_in.to(dt).contiguous();
+    auto w = w_in.to(dt).contiguous();  // a bf16 working copy (working_copies.h) is already bf16
     auto targets = targets_in.to(torch::kLong).contiguous();
     const int64_t N = x.size(0), V = w.size(0);
     const bool cpu = x.device().is_cpu();
@@ -171,10 +168,13 @@ class LmHeadCrossEntropy : public torch::autograd::Function<LmHeadCrossEntropy> 
     const bool low = x.scalar_type() != torch::kFloat;
     auto f32 = x.options().dtype(torch::kFloat);
     auto grad_x = torch::empty({N, d}, f32);
-    auto grad_w = torch::empty({V, d}, f32);
+    // A bf16 weight (a working copy) takes its bf16 gradient as the matmuls make it;
+    // an fp32 one, the bf16 chunks widened.
+    const bool low_w = low && wd == x.scalar_type();
+    auto grad_w = torch::empty({V, d}, low_w ? x.options() : f32);
     auto scratch = keep ? torch::Tensor() : workspace(scratch_slot, N * chunk, x.options());
     auto gx_part = low ? torch::empty({N, d}, x.options()) : torch::Tensor();
-    auto gw_part = low ? torch::empty({chunk, d}, x.options()) : torch::Tensor();
+    auto gw_part = low && !low_w ? torch::empty({chunk, d}, x.options()) : torch::Tensor();
     for (int64_t c = 0, v0 = 0; v0 < V; ++c, v0 += chunk) {
       const int64_t vc = std::min(chunk, V - v0);
       auto wc = w.narrow(0, v0, vc);
@@ -190,15 +190,14 @@ class LmHeadCrossEntropy : public torch::autograd::Function<LmHeadCrossEntropy> 
                                        row_scale.data_ptr<float>(), kc::Targets{targets.data_ptr<int64_t>(), v0});
       else
         chunk_grad(p, v0, targets, lse, row_scale);
+      // The weight's gradient straight into grad_w where the types agree, else through a bf16 chunk.
+      auto gw = low && !low_w ? gw_part.narrow(0, 0, vc) : grad_w.narrow(0, v0, vc);
+      torch::mm_out(gw, p.t(), x);
+      if (low && !low_w) grad_w.narrow(0, v0, vc).copy_(gw);
       if (low) {
-        auto gw = gw_part.narrow(0, 0, vc);
-        torch::mm_out(gw, p.t(), x);
-        grad_w.narrow(0, v0, vc).copy_(gw);
         torch::mm_out(gx_part, p, wc);
         if (v0 == 0) grad_x.copy_(gx_part); else grad_x.add_(gx_part);
       } else {
-        auto gw = grad_w.narrow(0, v0, vc);
-        torch::mm_out(gw, p.t(), x);
         if (v0 == 0) torch::mm_out(grad_x, p, wc); else grad_x.addmm_(p, wc);
       }
     }

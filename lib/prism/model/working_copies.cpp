@@ -8,16 +8,16 @@ namespace {
 thread_local WorkingCopies* active = nullptr;
 }  // namespace
 
-void WorkingCopies::add(const torch::Tensor& master, bool leaf) {
-  if (master.scalar_type() != torch::kFloat || !master.is_contiguous() || !master.device().is_cpu())
-    throw Error("a bf16 working copy needs a contiguous fp32 CPU master weight", "working copies",
+void WorkingCopies::add(const torch::Tensor& master) {
+  if (master.scalar_type() != torch::kFloat || !master.is_contiguous() || !master.device().is_cpu() ||
+      master.dim() != 2)
+    throw Error("a bf16 working copy needs a contiguous 2-D fp32 CPU master weight", "working copies",
                 "train in fp32, or keep the weight on the CPU in fp32");
   if (index_.count(master.unsafeGetTensorImpl())) return;
   Entry e;
   e.master = master;
-  e.leaf = leaf;
   e.copy = torch::empty_like(master, master.options().dtype(torch::kBFloat16));
-  if (leaf) e.copy.set_requires_grad(true);
+  e.copy.set_requires_grad(true);
   refresh(e);
   index_[master.unsafeGetTensorImpl()] = entries_.size();
   entries_.push_back(std::move(e));
@@ -40,29 +40,50 @@ const WorkingCopies::Entry* WorkingCopies::find(const torch::Tensor& master) {
   return e;
 }
 
-torch::Tensor WorkingCopies::grad_of(const torch::Tensor& master) const {
-  auto it = index_.find(master.unsafeGetTensorImpl());
-  if (it != index_.end()) {
-    const Entry& e = entries_[it->second];
-    if (e.leaf && e.copy.grad().defined()) return e.copy.grad();
+const WorkingCopies::StepGrad& WorkingCopies::step_grad(Entry& e) {
+  if (e.grad) return *e.grad;
+  torch::NoGradGuard no_grad;
+  StepGrad g;
+  const torch::Tensor own = e.copy.grad(), master = e.master.grad();
+  if (own.defined() && master.defined() && master.is_sparse()) {
+    // The copy's dense bf16 gradient, and the master's rows (summed per row) to add to it.
+    const auto sparse = master.coalesce();
+    g.dense = own.contiguous();
+    g.row_values = sparse.values().to(torch::kFloat).contiguous();
+    const auto index = sparse.indices()[0].contiguous();
+    const int64_t* r = index.data_ptr<int64_t>();
+    g.rows.assign(static_cast<size_t>(g.dense.size(0)), nullptr);
+    for (int64_t i = 0; i < index.numel(); ++i)
+      g.rows[static_cast<size_t>(r[i])] = g.row_values.data_ptr<float>() + i * g.row_values.size(1);
+  } else if (own.defined() && master.defined()) {
+    g.dense = (master + own.to(torch::kFloat)).contiguous();
+  } else if (own.defined()) {
+    g.dense = own.contiguous();
+  } else if (master.defined()) {
+    g.dense = (master.is_sparse() ? master.to_dense() : master).contiguous();
   }
-  return master.grad();
+  e.grad = std::move(g);
+  return *e.grad;
 }
 
 void WorkingCopies::fold_grads() {
   torch::NoGradGuard no_grad;
   for (auto& e : entries_) {
-    if (!e.leaf || !e.copy.grad().defined()) continue;
+    if (!e.copy.grad().defined()) continue;
     auto g = e.copy.grad().to(torch::kFloat);
-    if (e.master.grad().defined()) e.master.mutable_grad().add_(g);
-    else e.master.mutable_grad() = g;
+    auto& master = e.master.mutable_grad();
+    if (!master.defined()) master = g;
+    else if (master.is_sparse()) master = g.add_(master);
+    else master.add_(g);
     e.copy.mutable_grad() = torch::Tensor();
   }
 }
 
 void WorkingCopies::zero_grads() {
-  for (auto& e : entries_)
-    if (e.leaf) e.copy.mutable_grad() = torch::Tensor();
+  for (auto& e : entries_) {
+    e.copy.mutable_grad() = torch::Tensor();
+    e.grad.reset();
+  }
 }
 
 void WorkingCopies::written(Entry& e) {
@@ -77,13 +98,7 @@ WorkingCopyScope::~WorkingCopyScope() { active = previous_; }
 const torch::Tensor& working_weight(const torch::Tensor& w) {
   if (!active) return w;
   const auto* e = active->find(w);
-  return e && e->leaf ? e->copy : w;
-}
-
-torch::Tensor cached_bf16_copy(const torch::Tensor& w) {
-  if (!active) return {};
-  const auto* e = active->find(w);
-  return e ? e->copy.detach() : torch::Tensor();
+  return e ? e->copy : w;
 }
 
 }  // namespace prism

@@ -53,7 +53,8 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
     std::vector<torch::optim::AdamWParamState*> states;
     for (auto& p : group.params()) {
       auto* copy = copies_ ? copies_->entry_of(p) : nullptr;
-      auto g = copies_ ? copies_->grad_of(p) : p.grad();
+      const WorkingCopies::StepGrad* cg = copy ? &copies_->step_grad(*copy) : nullptr;
+      const torch::Tensor g = cg ? cg->dense : p.grad();
       if (!g.defined()) continue;
       auto& slot = state()[p.unsafeGetTensorImpl()];
       if (!slot) {
@@ -66,12 +67,11 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
       auto* st = static_cast<torch::optim::AdamWParamState*>(slot.get());
       if (copy) {
         // This parameter and its working copy, in one pass of our kernel.
-        if (g.is_sparse()) g = g.to_dense();
-        g = g.contiguous();
         kernels::cpu::AdamWTensor t;
         t.param = p.data_ptr<float>();
         if (g.scalar_type() == torch::kBFloat16) t.grad_bf16 = reinterpret_cast<const uint16_t*>(g.data_ptr());
         else t.grad_f32 = g.data_ptr<float>();
+        if (!cg->rows.empty()) t.extra = {g.size(1), cg->rows.data()};
         t.exp_avg = st->exp_avg().data_ptr<float>();
         t.exp_avg_sq = st->exp_avg_sq().data_ptr<float>();
         t.copy_bf16 = reinterpret_cast<uint16_t*>(copy->copy.data_ptr());

@@ -36,9 +36,10 @@ class FusedAdamW : public torch::optim::AdamW {
 
   // bf16 working copies (prism/model/working_copies.h): a parameter that has
   // one is stepped by our AdamW kernel (kernels/cpu/adamw.h: the same update,
-  // reading a leaf copy's bf16 gradient, or the master's fp32 one, and writing
-  // the new copy in the same pass); the others by ATen's fused kernel. The
-  // optimizer's state (per master parameter) is the same either way.
+  // reading the copy's bf16 gradient with the master's sparse rows, or the
+  // master's folded fp32 one, and writing the new copy in the same pass); the
+  // others by ATen's fused kernel. The optimizer's state (per master parameter)
+  // is the same either way.
   void set_working_copies(std::shared_ptr<WorkingCopies> copies) { copies_ = std::move(copies); }
   WorkingCopies* working_copies() const { return copies_.get(); }
 

@@ -76,12 +76,18 @@ StepResult optimizer_step(GPT& model, torch::optim::Optimizer& opt, const Execut
   double bf16_squares = 0;  // the bf16 gradients' share, summed by our kernel
   bool any_bf16 = false;
   for (const auto& p : model->parameters()) {
-    const auto g = copies ? copies->grad_of(p) : p.grad();
+    auto* copy = copies ? copies->entry_of(p) : nullptr;
+    const WorkingCopies::StepGrad* cg = copy ? &copies->step_grad(*copy) : nullptr;
+    const torch::Tensor g = cg ? cg->dense : p.grad();
     if (!g.defined()) continue;
-    if (g.scalar_type() == torch::kBFloat16 && g.is_contiguous()) {
-      // ATen's norm of a bf16 tensor rounds its result to bf16, and asked for an
-      // fp32 result it converts the whole tensor first.
-      bf16_squares += kernels::cpu::sum_squares_bf16(reinterpret_cast<const uint16_t*>(g.data_ptr()), g.numel());
+    if (cg && g.scalar_type() == torch::kBFloat16) {
+      // A copy's bf16 gradient and its master's sparse rows. ATen's norm of a bf16
+      // tensor rounds its result to bf16, and asked for an fp32 result it converts
+      // the whole tensor first.
+      kernels::cpu::ExtraRows extra;
+      if (!cg->rows.empty()) extra = {g.size(1), cg->rows.data()};
+      bf16_squares +=
+          kernels::cpu::sum_squares_bf16(reinterpret_cast<const uint16_t*>(g.data_ptr()), g.numel(), extra);
       any_bf16 = true;
     } else {
       norms.push_back(g.norm(2));
