@@ -27,9 +27,10 @@ class FusedAdamW : public torch::optim::AdamW {
  public:
   using torch::optim::AdamW::AdamW;
   torch::Tensor step(LossClosure closure = nullptr) override;
-  // The next step() divides every gradient by `scale` (a scalar fp32 tensor) in
-  // its own pass over them, as AMP's unscaling does, and stores the divided
-  // gradients back; an undefined tensor (the default) divides by nothing.
+  // The next step() divides every gradient by `scale` (a scalar fp32 tensor)
+  // inside its own pass, as AMP's unscaling does (ATen's kernel also stores the
+  // divided gradients back; ours, for parameters with working copies, does
+  // not); an undefined tensor (the default) divides by nothing.
   // Gradient clipping uses it (optimizer_step): one pass over the gradients
   // instead of a separate multiply.
   void set_grad_scale(torch::Tensor scale) { grad_scale_ = std::move(scale); }
