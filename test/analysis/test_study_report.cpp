@@ -32,7 +32,8 @@ std::string austen_bpe(const TempDir& dir) {
   const std::string cached = source_path("data/cache/austen-bpe");
   if (fs::exists(cached + "/prepare.json")) return cached;
   const std::string out = dir.file("austen-bpe");
-  auto r = run_prism(fmt::format("data prepare --recipe austen-bpe -o {} -q", out));
+  // The recipe by its path: a recipe name is looked up from the repository root, and tests run elsewhere.
+  auto r = run_prism(fmt::format("data prepare --recipe '{}' -o '{}' -q", source_path("data/recipes/austen-bpe.yaml"), out));
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   return out;
