@@ -171,10 +171,11 @@ class LmHeadCrossEntropy : public torch::autograd::Function<LmHeadCrossEntropy> 
     // A bf16 weight (a working copy) takes its bf16 gradient as the matmuls make it;
     // an fp32 one, the bf16 chunks widened.
     const bool low_w = low && wd == x.scalar_type();
+    const bool widen_w = low && !low_w;  // bf16 chunks of the gradient widened into an fp32 grad_w
     auto grad_w = torch::empty({V, d}, low_w ? x.options() : f32);
     auto scratch = keep ? torch::Tensor() : workspace(scratch_slot, N * chunk, x.options());
     auto gx_part = low ? torch::empty({N, d}, x.options()) : torch::Tensor();
-    auto gw_part = low && !low_w ? torch::empty({chunk, d}, x.options()) : torch::Tensor();
+    auto gw_part = widen_w ? torch::empty({chunk, d}, x.options()) : torch::Tensor();
     for (int64_t c = 0, v0 = 0; v0 < V; ++c, v0 += chunk) {
       const int64_t vc = std::min(chunk, V - v0);
       auto wc = w.narrow(0, v0, vc);
@@ -191,9 +192,9 @@ class LmHeadCrossEntropy : public torch::autograd::Function<LmHeadCrossEntropy> 
       else
         chunk_grad(p, v0, targets, lse, row_scale);
       // The weight's gradient straight into grad_w where the types agree, else through a bf16 chunk.
-      auto gw = low && !low_w ? gw_part.narrow(0, 0, vc) : grad_w.narrow(0, v0, vc);
+      auto gw = widen_w ? gw_part.narrow(0, 0, vc) : grad_w.narrow(0, v0, vc);
       torch::mm_out(gw, p.t(), x);
-      if (low && !low_w) grad_w.narrow(0, v0, vc).copy_(gw);
+      if (widen_w) grad_w.narrow(0, v0, vc).copy_(gw);
       if (low) {
         torch::mm_out(gx_part, p, wc);
         if (v0 == 0) grad_x.copy_(gx_part); else grad_x.add_(gx_part);
