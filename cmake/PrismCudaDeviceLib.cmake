@@ -1,6 +1,6 @@
 # prism_device_lib: what prism-device-bench and prism_device_tests need and no more:
 # the kernels (CPU + CUDA), lib/prism/attention with the CUDA binding, the GPT model
-# with its LM-head loss, fused bias + GELU and bf16 working copies, and what those
+# with its LM-head loss, fused bias + GELU, residual add + LayerNorm and bf16 working copies, and what those
 # need (error, model_config, attention back-end names, head schedules).
 # LibTorch alone: fmt header-only from LibTorch's bundled copy; no yaml-cpp, HDF5,
 # Boost or PCRE2. Both builds define it:
@@ -20,6 +20,7 @@ set(PRISM_DEVICE_SOURCES
   ${_src}/lib/prism/config/attention_backend.cpp
   ${_src}/lib/prism/schedule/head_schedule.cpp
   ${_src}/lib/prism/schedule/rules.cpp
+  ${_src}/lib/prism/model/add_layer_norm.cpp
   ${_src}/lib/prism/model/bias_gelu.cpp
   ${_src}/lib/prism/model/gpt.cpp
   ${_src}/lib/prism/model/lm_loss.cpp

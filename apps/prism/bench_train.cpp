@@ -26,6 +26,7 @@
 #include "prism/attention/attention.h"
 #include "prism/attention/cpu_code_paths.h"
 #include "prism/error.h"
+#include "prism/model/add_layer_norm.h"
 #include "prism/model/bias_gelu.h"
 #include "prism/schedule/cost.h"
 #include "prism/train/op_profile.h"
@@ -361,10 +362,11 @@ int run(const std::vector<std::string>& args) {
     std::cout << fmt::format("model: {} ({} layers x {}, vocab {}), B={} T={}, {} timed steps after {} warm-up, attention {}\n",
                              vm["model"].as<std::string>(), mc.n_layer, mc.d_model, mc.vocab_size, B, T, steps, warmup, backend);
     std::cout << fmt::format("CPU code paths: fused attention kernel {} ({}); LM-head softmax and MLP bias + GELU "
-                             "kernels: Highway {}; AdamW on bf16 working copies: Highway {}; LibTorch matmuls and "
-                             "SDPA: CPU capability {}\n",
+                             "kernels: Highway {}; residual add + LayerNorm: Highway {}; AdamW on bf16 working "
+                             "copies: Highway {}; LibTorch matmuls and SDPA: CPU capability {}\n",
                              attention::default_cpu_code_path().name, attention::default_cpu_code_path().description,
-                             bias_gelu_cpu_target(), adamw_cpu_target(), at::get_cpu_capability());
+                             bias_gelu_cpu_target(), layer_norm_cpu_target(), adamw_cpu_target(),
+                             at::get_cpu_capability());
     for (bool bf16 : dtypes)
       std::cout << fmt::format("attention '{}' in {}: uniform -> {}; Prism -> {}\n", backend, bf16 ? "bf16" : "fp32",
                                attention_path(backend, uniform, mc, bf16), attention_path(backend, prism, mc, bf16));

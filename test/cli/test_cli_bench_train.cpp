@@ -49,6 +49,7 @@ TEST_CASE("PRISM_CPU_ISA holds every CPU kernel of a training step to that code 
   REQUIRE(forced.exit_code == 0);
   CHECK_THAT(forced.output, Catch::Contains("fused attention kernel avx2 "));
   CHECK_THAT(forced.output, Catch::Contains("MLP bias + GELU kernels: Highway AVX2;"));
+  CHECK_THAT(forced.output, Catch::Contains("residual add + LayerNorm: Highway AVX2;"));
   CHECK_THAT(forced.output, Catch::Contains("AdamW on bf16 working copies: Highway AVX2;"));
 }
 

@@ -33,8 +33,10 @@ LayerNormImpl::LayerNormImpl(int64_t d, bool bias) {
   if (bias) this->bias = register_parameter("bias", torch::zeros({d}));
 }
 
-torch::Tensor LayerNormImpl::forward(const torch::Tensor& x) {
-  return torch::layer_norm(x, {weight.size(0)}, weight, bias, 1e-5);
+torch::Tensor LayerNormImpl::forward(const torch::Tensor& x) { return add_norm(x, torch::Tensor()).normed; }
+
+AddNorm LayerNormImpl::add_norm(const torch::Tensor& x, const torch::Tensor& r) {
+  return add_layer_norm(x, r, weight, bias, 1e-5);
 }
 
 CausalSelfAttentionImpl::CausalSelfAttentionImpl(const ModelConfig& cfg, int n_head_)
@@ -76,9 +78,10 @@ BlockImpl::BlockImpl(const ModelConfig& cfg, int n_head) {
   mlp = register_module("mlp", MLP(cfg));
 }
 
-torch::Tensor BlockImpl::forward(const torch::Tensor& x, const attention::Options& a, torch::Tensor* distance) {
-  auto y = x + attn(ln_1(x), a, distance);
-  return y + mlp(ln_2(y));
+Residual BlockImpl::forward(const Residual& in, const attention::Options& a, torch::Tensor* distance) {
+  auto [x, normed_1] = ln_1->add_norm(in.x, in.r);  // x = in.x + in.r
+  auto [y, normed_2] = ln_2->add_norm(x, attn(normed_1, a, distance));  // y = x + attn(ln_1(x))
+  return {y, mlp(normed_2)};  // the next LayerNorm adds y + mlp(ln_2(y))
 }
 
 ForwardOptions ForwardOptions::distance_only(std::optional<attention::Backend> backend) {
@@ -157,13 +160,13 @@ GPTOutput GPTImpl::forward(const torch::Tensor& idx, const torch::Tensor& target
   // where a dense embedding backward would zero and sum a whole (V, d) table.
   auto tok = torch::embedding(wte->weight, idx, /*padding_idx=*/-1, /*scale_grad_by_freq=*/false,
                               /*sparse=*/idx.device().is_cpu());
-  auto x = drop(tok + wpe(pos));
+  Residual s{drop(tok + wpe(pos)), torch::Tensor()};
   GPTOutput out;
   if (options.want_distance) out.distance.resize(h->size());
   for (size_t l = 0; l < h->size(); ++l)
-    x = h[l]->as<Block>()->forward(x, attn, options.want_distance ? &out.distance[l] : nullptr);
+    s = h[l]->as<Block>()->forward(s, attn, options.want_distance ? &out.distance[l] : nullptr);
   if (!options.lm_head) return out;
-  x = ln_f(x);
+  auto x = ln_f->add_norm(s.x, s.r).normed;
   if (targets.defined()) {
     // LM head (tied to the token embedding) and loss, by the path that suits the device (lm_loss.h).
     out.loss = lm_head_loss(x.reshape({-1, x.size(-1)}), working_weight(wte->weight), targets.reshape({-1}));

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "prism/attention/attention.h"
+#include "prism/model/add_layer_norm.h"
 #include "prism/config/model_config.h"
 #include "prism/model/working_copies.h"
 #include "prism/schedule/head_schedule.h"
@@ -15,10 +16,14 @@
 namespace prism {
 
 // LayerNorm with an optional bias (LibTorch's has no switch for the bias alone).
+// add_norm adds a residual first and normalises the sum, in one
+// pass on the CPU (add_layer_norm.h); under CPU autocast the normalised output
+// is already bf16, the next matmul's dtype.
 class LayerNormImpl : public torch::nn::Module {
  public:
   LayerNormImpl(int64_t d, bool bias);
   torch::Tensor forward(const torch::Tensor& x);
+  AddNorm add_norm(const torch::Tensor& x, const torch::Tensor& r);  // {x + r, LayerNorm(x + r)}
   torch::Tensor weight, bias;
 };
 TORCH_MODULE(LayerNorm);
@@ -47,10 +52,17 @@ class MLPImpl : public torch::nn::Module {
 };
 TORCH_MODULE(MLP);
 
+// The residual stream between blocks: x, and the last block's MLP output r not
+// yet added to it (the next LayerNorm adds it; r undefined before the first block).
+struct Residual {
+  torch::Tensor x, r;
+};
+
 class BlockImpl : public torch::nn::Module {
  public:
   BlockImpl(const ModelConfig& cfg, int n_head);
-  torch::Tensor forward(const torch::Tensor& x, const attention::Options& attn, torch::Tensor* distance = nullptr);
+  // nanoGPT's x = x + attn(ln_1(x)); x = x + mlp(ln_2(x)), with each add done by the LayerNorm after it.
+  Residual forward(const Residual& in, const attention::Options& attn, torch::Tensor* distance = nullptr);
 
   LayerNorm ln_1{nullptr}, ln_2{nullptr};
   CausalSelfAttention attn{nullptr};
