@@ -147,7 +147,8 @@ TEST_CASE("add + LayerNorm kernel: the weight and bias gradients are the same bi
   CHECK(std::memcmp(one.data_ptr(), three.data_ptr(), one.numel() * sizeof(float)) == 0);
 }
 
-TEST_CASE("add + LayerNorm: the fused op against x + r and torch::layer_norm, gradients included", "[model][layer_norm]") {
+TEST_CASE("add + LayerNorm: the fused op against x + r and torch::layer_norm, gradients included",
+          "[model][layer_norm]") {
   torch::manual_seed(17);
   const int64_t B = 3, T = 21, C = 96;
   const bool bf16 = GENERATE(false, true);  // under bf16 autocast the branch r is bf16, as a matmul leaves it

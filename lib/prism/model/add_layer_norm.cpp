@@ -5,6 +5,7 @@
 
 #include "cpu/layer_norm.h"
 #include "prism/attention/cpu_code_paths.h"
+#include "prism/model/kernel_rows.h"
 
 namespace prism {
 
@@ -13,17 +14,6 @@ namespace {
 namespace kc = prism::kernels::cpu;
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
-
-// A 2-D view of a contiguous (..., cols) tensor as the kernel's rows.
-kc::Rows rows_of(const torch::Tensor& t) {
-  kc::Rows a;
-  a.data = t.data_ptr();
-  a.type = t.scalar_type() == torch::kFloat ? kc::RowType::F32 : kc::RowType::BF16;
-  a.cols = t.size(-1);
-  a.rows = a.cols == 0 ? 0 : t.numel() / a.cols;
-  a.ld = a.cols;
-  return a;
-}
 
 // The dtype the next matmul reads: bf16 under CPU autocast to bf16, else fp32.
 torch::ScalarType normed_dtype() {
@@ -50,9 +40,9 @@ struct AddLayerNorm : public torch::autograd::Function<AddLayerNorm> {
     const int64_t rows = x.size(-1) == 0 ? 0 : x.numel() / x.size(-1);
     auto mean = torch::empty({rows}, x.options());
     auto rstd = torch::empty({rows}, x.options());
-    const kc::Rows xr = rows_of(x), hr = rows_of(h), rr = has_r ? rows_of(r) : kc::Rows{};
+    const kc::Rows xr = contiguous_rows(x), hr = contiguous_rows(h), rr = has_r ? contiguous_rows(r) : kc::Rows{};
     kc::add_layer_norm_forward(xr, has_r ? &rr : nullptr, has_r ? &hr : nullptr, gamma.data_ptr<float>(),
-                               has_bias ? beta.data_ptr<float>() : nullptr, static_cast<float>(eps), rows_of(y),
+                               has_bias ? beta.data_ptr<float>() : nullptr, static_cast<float>(eps), contiguous_rows(y),
                                mean.data_ptr<float>(), rstd.data_ptr<float>());
     ctx->save_for_backward({h, gamma, mean, rstd});
     ctx->saved_data["r_dtype"] = static_cast<int64_t>(r_in.scalar_type());
@@ -86,10 +76,12 @@ struct AddLayerNorm : public torch::autograd::Function<AddLayerNorm> {
     auto dr = dr_copy ? torch::empty_like(dx, dx.options().dtype(torch::kBFloat16)) : torch::Tensor();
     auto dgamma = ctx->needs_input_grad(2) ? torch::empty_like(gamma) : torch::Tensor();
     auto dbeta = has_bias && ctx->needs_input_grad(3) ? torch::empty_like(gamma) : torch::Tensor();
-    const kc::Rows dhr = dh.defined() ? rows_of(dh) : kc::Rows{}, drr = dr_copy ? rows_of(dr) : kc::Rows{};
-    kc::add_layer_norm_backward(rows_of(dyc), dh.defined() ? &dhr : nullptr, rows_of(h), saved[2].data_ptr<float>(),
-                                saved[3].data_ptr<float>(), gamma.data_ptr<float>(), rows_of(dx),
-                                dr_copy ? &drr : nullptr, dgamma.defined() ? dgamma.data_ptr<float>() : nullptr,
+    const kc::Rows dhr = dh.defined() ? contiguous_rows(dh) : kc::Rows{};
+    const kc::Rows drr = dr_copy ? contiguous_rows(dr) : kc::Rows{};
+    kc::add_layer_norm_backward(contiguous_rows(dyc), dh.defined() ? &dhr : nullptr, contiguous_rows(h),
+                                saved[2].data_ptr<float>(), saved[3].data_ptr<float>(), gamma.data_ptr<float>(),
+                                contiguous_rows(dx), dr_copy ? &drr : nullptr,
+                                dgamma.defined() ? dgamma.data_ptr<float>() : nullptr,
                                 dbeta.defined() ? dbeta.data_ptr<float>() : nullptr);
     out[0] = dx;
     if (has_r) out[1] = dr_copy ? dr : (r_dtype == torch::kFloat ? dx : dx.to(r_dtype));

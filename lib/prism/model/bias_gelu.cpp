@@ -4,6 +4,7 @@
 
 #include "cpu/bias_gelu.h"
 #include "prism/attention/cpu_code_paths.h"
+#include "prism/model/kernel_rows.h"
 
 namespace prism {
 
@@ -14,17 +15,6 @@ namespace F = torch::nn::functional;
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// A 2-D view of a contiguous (..., cols) tensor as the kernel's rows.
-kc::Rows act_rows(const torch::Tensor& t) {
-  kc::Rows a;
-  a.data = t.data_ptr();
-  a.type = t.scalar_type() == torch::kFloat ? kc::RowType::F32 : kc::RowType::BF16;
-  a.cols = t.size(-1);
-  a.rows = a.cols == 0 ? 0 : t.numel() / a.cols;
-  a.ld = a.cols;
-  return a;
-}
-
 // gelu(h + bias); a bias of no elements stands for none (autograd functions take no
 // undefined tensors).
 struct BiasGelu : public torch::autograd::Function<BiasGelu> {
@@ -34,7 +24,7 @@ struct BiasGelu : public torch::autograd::Function<BiasGelu> {
     const bool has_bias = bias_in.numel() > 0;
     auto bias = has_bias ? bias_in.to(torch::kFloat).contiguous() : torch::Tensor();
     auto y = torch::empty_like(h, torch::MemoryFormat::Contiguous);
-    kc::bias_gelu_forward(act_rows(h), has_bias ? bias.data_ptr<float>() : nullptr, act_rows(y));
+    kc::bias_gelu_forward(contiguous_rows(h), has_bias ? bias.data_ptr<float>() : nullptr, contiguous_rows(y));
     ctx->save_for_backward({h, bias});
     ctx->saved_data["bias_dtype"] = static_cast<int64_t>(bias_in.scalar_type());
     return y;
@@ -50,8 +40,8 @@ struct BiasGelu : public torch::autograd::Function<BiasGelu> {
     torch::Tensor dbias;
     if (bias.defined() && ctx->needs_input_grad(1))
       dbias = torch::empty({h.size(-1)}, h.options().dtype(torch::kFloat));
-    kc::bias_gelu_backward(act_rows(dy), act_rows(h), bias.defined() ? bias.data_ptr<float>() : nullptr,
-                           act_rows(dh), dbias.defined() ? dbias.data_ptr<float>() : nullptr);
+    kc::bias_gelu_backward(contiguous_rows(dy), contiguous_rows(h), bias.defined() ? bias.data_ptr<float>() : nullptr,
+                           contiguous_rows(dh), dbias.defined() ? dbias.data_ptr<float>() : nullptr);
     if (dbias.defined()) dbias = dbias.to(static_cast<torch::ScalarType>(ctx->saved_data["bias_dtype"].toInt()));
     return {dh, dbias};
   }
