@@ -84,7 +84,7 @@ struct AddLayerNorm : public torch::autograd::Function<AddLayerNorm> {
                                 dgamma.defined() ? dgamma.data_ptr<float>() : nullptr,
                                 dbeta.defined() ? dbeta.data_ptr<float>() : nullptr);
     out[0] = dx;
-    if (has_r) out[1] = dr_copy ? dr : (r_dtype == torch::kFloat ? dx : dx.to(r_dtype));
+    if (has_r) out[1] = dr_copy ? dr : dx;  // the branch is fp32 or bf16 (fused_add_layer_norm_fits)
     out[2] = dgamma;
     out[3] = dbeta;
     return out;
@@ -96,7 +96,10 @@ struct AddLayerNorm : public torch::autograd::Function<AddLayerNorm> {
 bool fused_add_layer_norm_fits(const torch::Tensor& x, const torch::Tensor& r, const torch::Tensor& weight,
                                const torch::Tensor& bias) {
   if (!x.device().is_cpu() || x.scalar_type() != torch::kFloat || x.dim() < 1 || x.size(-1) == 0) return false;
-  if (normed_dtype() == torch::kFloat && at::autocast::is_autocast_enabled(torch::kCPU)) return false;  // fp16 autocast
+  // Under autocast the kernel writes bf16 only: other autocast dtypes (fp16) keep LibTorch's ops.
+  if (at::autocast::is_autocast_enabled(torch::kCPU) &&
+      at::autocast::get_autocast_dtype(torch::kCPU) != torch::kBFloat16)
+    return false;
   const auto fp32_vector = [&](const torch::Tensor& t) {
     return t.device().is_cpu() && t.scalar_type() == torch::kFloat && t.dim() == 1 && t.size(0) == x.size(-1);
   };
