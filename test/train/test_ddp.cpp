@@ -33,15 +33,15 @@ namespace {
 
 // A tiny run whose global batch (train.tokens_per_step = 2 x 4 x 32) is one
 // micro-batch on each of 2 ranks, or 2 accumulated micro-batches on 1.
-std::string config_text(const std::string& data_dir, const std::string& heads, int steps) {
+std::string config_text(const std::string& data_dir, const std::string& heads, int steps, const std::string& dtype) {
   return fmt::format(
       "model: {{preset: test-tiny, vocab_size: 50257}}\n"
       "schedule: {{heads: {}}}\n"
       "train: {{batch_size: 4, seq_len: 32, tokens_per_step: 256, max_steps: {}, lr: 3.0e-3, warmup_steps: 2,\n"
       "        eval_every: 3, eval_tokens: 640, distance_every: 3, distance_batch: 3, checkpoint_every: 3,\n"
-      "        log_every: 1, threads: 1, dtype: fp32}}\n"
+      "        log_every: 1, threads: 1, dtype: {}}}\n"
       "data: {{dir: {}}}\n",
-      heads, steps, data_dir);
+      heads, steps, dtype, data_dir);
 }
 
 struct Fixture {
@@ -52,9 +52,10 @@ struct Fixture {
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
   }
-  std::string config(const std::string& heads, int steps = 6) {
-    std::string path = dir.file(fmt::format("run-{}.yaml", std::hash<std::string>{}(heads + std::to_string(steps))));
-    write_file(path, config_text(shards, heads, steps));
+  std::string config(const std::string& heads, int steps = 6, const std::string& dtype = "fp32") {
+    std::string path =
+        dir.file(fmt::format("run-{}.yaml", std::hash<std::string>{}(heads + std::to_string(steps) + dtype)));
+    write_file(path, config_text(shards, heads, steps, dtype));
     return path;
   }
 };
@@ -249,6 +250,30 @@ TEST_CASE("2 processes over Gloo equal 1 process with the same global batch (uni
     REQUIRE(column(r2, "train/loss").size() == 6);
     check_same_run(r1, r2);
   }
+}
+
+TEST_CASE("2 processes in bf16, on working copies, follow 1 process with the same global batch", "[ddp][bf16]") {
+  // bf16 on the CPU trains on bf16 working copies of the weights; their gradients
+  // are averaged in fp32 into the masters (GradientSync::use_working_copies).
+  if (skip_without_distributed()) return;
+  Fixture f;
+  const std::string cfg = f.config("[1, 4]", 6, "bf16");
+  auto one = run_prism(fmt::format("train {} --out {}", cfg, f.dir.file("bf16-1")));
+  INFO(one.output);
+  REQUIRE(one.exit_code == 0);
+  auto ranks = launch(2, {"train", cfg, "--out", f.dir.file("bf16-2")}, f.dir.path());
+  wait_all(ranks);
+  const std::string out0 = ranks[0].output(), out1 = ranks[1].output();
+  INFO("rank 0:\n" << out0 << "\nrank 1:\n" << out1);
+  REQUIRE(ranks[0].exit_code == 0);
+  REQUIRE(ranks[1].exit_code == 0);
+  CHECK_THAT(out0, Catch::Contains("weights: bf16 working copies") &&
+                       Catch::Contains("their gradients averaged in fp32"));
+  CHECK_THAT(out0, Catch::Contains("step      3 | weights identical on 2 ranks") &&
+                       Catch::Contains("step      6 | weights identical on 2 ranks"));
+  auto r1 = read_run(f.dir.file("bf16-1/run.h5")), r2 = read_run(f.dir.file("bf16-2/run.h5"));
+  CHECK(r2["attrs"]["status"] == "completed");
+  check_same_run(r1, r2);
 }
 
 TEST_CASE("torchrun --no-python launches prism train on 2 processes", "[ddp]") {

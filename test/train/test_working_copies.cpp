@@ -1,7 +1,7 @@
 // bf16 training on working copies: the AdamW kernel (kernels/cpu/adamw.h) on
 // every Highway target against its reference and ATen's fused AdamW, and a
 // training step on working copies (prism/model/working_copies.h) against the
-// plain autocast step it replaces.
+// plain autocast step it replaces, alone and under data parallelism.
 #include <catch2/catch.hpp>
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
@@ -13,6 +13,7 @@
 #include "cpu/adamw.h"
 #include "prism/model/gpt.h"
 #include "prism/model/working_copies.h"
+#include "prism/train/distributed.h"
 #include "prism/train/execution.h"
 #include "prism/train/optimizer.h"
 #include "prism/train/step.h"
@@ -326,4 +327,54 @@ TEST_CASE("gradient accumulation on working copies sums the micro-batches in fp3
   // Between steps the copies hold no gradient of their own: the micro-batches were folded into the masters.
   for (auto& e : dynamic_cast<FusedAdamW*>(opt_a.get())->working_copies()->entries())
     CHECK(!e.copy.grad().defined());
+}
+
+TEST_CASE("data parallelism on working copies: fp32 gradients averaged into the masters, the same step",
+          "[train][optimizer][bf16][ddp]") {
+  // A GradientSync over one process runs every part of the protocol (the hooks
+  // on the copies and on the embedding's master, the fp32 buckets, the average
+  // written into the masters) with a sum over one rank; 2 processes over Gloo
+  // are test_ddp.cpp's. Its step must be the one without it.
+  Fixture f;
+  const Execution exec = resolve_execution(f.tc);
+  for (const int64_t accum : {1, 2}) {
+    INFO("micro-batches per step: " << accum);
+    auto a = f.model(), b = f.model();
+    auto opt_a = make_adamw(*a, f.tc), opt_b = make_adamw(*b, f.tc);
+    std::vector<torch::Tensor> params;
+    for (auto& p : a->parameters()) params.push_back(p);
+    GradientSync sync(ProcessGroup::single(), params, /*bucket_bytes=*/64 << 10, /*first_bucket_bytes=*/4 << 10);
+    REQUIRE(sync.bucket_count() > 2);
+    int64_t ia = 0, ib = 0;
+    BatchSource next_a = [&] { auto r = std::make_pair(f.idx[ia % 4], f.targets[ia % 4]); ++ia; return r; };
+    BatchSource next_b = [&] { auto r = std::make_pair(f.idx[ib % 4], f.targets[ib % 4]); ++ib; return r; };
+    for (int step = 0; step < 3; ++step) {
+      const StepResult ra = optimizer_step(a, *opt_a, exec, next_a, accum, 0.0, &sync);
+      const StepResult rb = optimizer_step(b, *opt_b, exec, next_b, accum, 0.0);
+      INFO("step " << step << ": loss " << ra.loss << " vs " << rb.loss << ", grad norm " << ra.grad_norm << " vs "
+                   << rb.grad_norm);
+      CHECK(ra.loss == rb.loss);
+      CHECK(std::abs(ra.grad_norm - rb.grad_norm) < 1e-5 * rb.grad_norm);
+    }
+    CHECK(sync.stats().steps == 3);
+    auto* copies = dynamic_cast<FusedAdamW*>(opt_a.get())->working_copies();
+    REQUIRE(copies);
+    CHECK(static_cast<int>(copies->entries().size()) == 4 * f.mc.n_layer + 1);
+    for (auto& e : copies->entries()) {
+      // The average went to the master, dense fp32; the copy's own gradient was cleared.
+      CHECK(!e.copy.grad().defined());
+      REQUIRE(e.master.grad().defined());
+      CHECK(!e.master.grad().is_sparse());
+      CHECK(e.master.grad().scalar_type() == torch::kFloat);
+      CHECK(same_bits(e.copy.detach(), e.master.detach().to(torch::kBFloat16)));
+    }
+    // The same weights, bit for bit: the sync sums a copy's gradient and the
+    // embedding's rows (summed per row first) in the order the optimizer does.
+    auto pa = a->parameters(), pb = b->parameters();
+    REQUIRE(pa.size() == pb.size());
+    for (size_t k = 0; k < pa.size(); ++k) {
+      INFO("parameter " << k);
+      CHECK(same_bits(pa[k].detach(), pb[k].detach()));
+    }
+  }
 }

@@ -179,7 +179,7 @@ GPTOutput GPTImpl::forward(const torch::Tensor& idx, const torch::Tensor& target
 void GPTImpl::add_working_copies(WorkingCopies& copies) {
   for (auto& m : modules(/*include_self=*/false))
     if (auto* l = m->as<torch::nn::Linear>()) copies.add(l->weight);
-  copies.add(wte->weight);  // the LM head's operand; the lookup reads the master
+  copies.add(wte->weight, /*master_read=*/true);  // the LM head's operand; the lookup reads the master
 }
 
 int64_t GPTImpl::num_params(bool include_position_table) const {

@@ -8,7 +8,7 @@ namespace {
 thread_local WorkingCopies* active = nullptr;
 }  // namespace
 
-void WorkingCopies::add(const torch::Tensor& master) {
+void WorkingCopies::add(const torch::Tensor& master, bool master_read) {
   if (master.scalar_type() != torch::kFloat || !master.is_contiguous() || !master.device().is_cpu() ||
       master.dim() != 2)
     throw Error("a bf16 working copy needs a contiguous 2-D fp32 CPU master weight", "working copies",
@@ -16,6 +16,7 @@ void WorkingCopies::add(const torch::Tensor& master) {
   if (index_.count(master.unsafeGetTensorImpl())) return;
   Entry e;
   e.master = master;
+  e.master_read = master_read;
   e.copy = torch::empty_like(master, master.options().dtype(torch::kBFloat16));
   e.copy.set_requires_grad(true);
   refresh(e);

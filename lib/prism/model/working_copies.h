@@ -37,15 +37,19 @@ class WorkingCopies {
     torch::Tensor master;  // the fp32 parameter
     torch::Tensor copy;    // bf16, same shape, contiguous, requires grad
     int64_t version = -1;  // the master's version when the copy was written
+    bool master_read = false;  // the forward reads the master too (the token embedding's lookup)
     std::optional<StepGrad> grad;  // this step's, once asked for
   };
 
-  // Adds a copy of `master` (a contiguous fp32 CPU parameter of the model, 2-D).
-  void add(const torch::Tensor& master);
+  // Adds a copy of `master` (a contiguous fp32 CPU parameter of the model, 2-D);
+  // `master_read`: the forward also reads the master itself, which then gets a
+  // gradient of its own (data parallelism waits for both).
+  void add(const torch::Tensor& master, bool master_read = false);
   // The copy of `master`, written again first if the master changed; nullptr if it has none.
   const Entry* find(const torch::Tensor& master);
   Entry* entry_of(const torch::Tensor& master);
   std::vector<Entry>& entries() { return entries_; }
+  const std::vector<Entry>& entries() const { return entries_; }
 
   // The gradient of an entry's master for this step: the copy's bf16 gradient
   // with the master's sparse rows, or, after fold_grads, the master's fp32 one.

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "prism/error.h"
+#include "prism/model/working_copies.h"
 
 namespace prism {
 
@@ -147,6 +148,15 @@ class GradientSync {
   ~GradientSync();
   GradientSync(const GradientSync&) = delete;
   GradientSync& operator=(const GradientSync&) = delete;
+
+  // bf16 training on working copies (prism/model/working_copies.h): a weight
+  // with a copy gets its gradient there (bf16), and the token embedding on its
+  // master as well (the lookup's sparse rows). Its slot then waits for each and
+  // holds their sum in fp32; finish() writes the average into the master's
+  // .grad (fp32, dense) and clears the copy's, which the optimizer then reads.
+  // The reduction stays in fp32, as under autocast. Call again with the same
+  // copies: nothing to do.
+  void use_working_copies(const WorkingCopies& copies);
 
   // Before each micro-step's backward: whether this one communicates.
   void prepare(bool communicate);

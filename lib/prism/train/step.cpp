@@ -11,18 +11,23 @@ namespace prism {
 
 bool StepResult::diverged() const { return !std::isfinite(loss) || !std::isfinite(grad_norm); }
 
+bool trains_on_working_copies(const torch::optim::Optimizer& opt, const Execution& exec) {
+  return dynamic_cast<const FusedAdamW*>(&opt) && exec.bf16 && exec.device.is_cpu();
+}
+
 namespace {
 
-// bf16 training on the CPU, with our fused AdamW and no data parallelism (whose
-// gradient hooks sit on the masters), runs on bf16 working copies; made on the
-// first step and kept by the optimizer.
+// bf16 training on the CPU with our fused AdamW runs on bf16 working copies;
+// made on the first step and kept by the optimizer. Data parallelism averages
+// their gradients (in fp32, into the masters').
 WorkingCopies* working_copies_for(GPT& model, FusedAdamW* fused, const Execution& exec, GradientSync* sync) {
-  if (!fused || !exec.bf16 || !exec.device.is_cpu() || sync) return nullptr;
+  if (!fused || !trains_on_working_copies(*fused, exec)) return nullptr;
   if (!fused->working_copies()) {
     auto copies = std::make_shared<WorkingCopies>();
     model->add_working_copies(*copies);
     fused->set_working_copies(std::move(copies));
   }
+  if (sync) sync->use_working_copies(*fused->working_copies());
   return fused->working_copies();
 }
 
@@ -48,7 +53,8 @@ StepResult optimizer_step(GPT& model, torch::optim::Optimizer& opt, const Execut
     }
     if (sync) sync->prepare(m + 1 == accum);
     (loss / static_cast<double>(accum)).backward();
-    if (copies && accum > 1) copies->fold_grads();  // micro-batches sum in fp32, as under autocast
+    // Micro-batches sum in fp32, as under autocast (the communicating one's sum is the sync's).
+    if (copies && accum > 1 && !(sync && m + 1 == accum)) copies->fold_grads();
     loss_sum += loss.detach();
   }
   StepResult r;

@@ -23,6 +23,10 @@ struct StepResult {
   bool diverged() const;
 };
 
+// Whether optimizer_step trains on bf16 working copies of the matmul weights
+// (prism/model/working_copies.h): bf16 on the CPU with our fused AdamW.
+bool trains_on_working_copies(const torch::optim::Optimizer& opt, const Execution& exec);
+
 // Runs forward/backward on `accum` micro-batches and, if the loss and the
 // gradient norm are finite, clips to `grad_clip` (0: no clipping) and steps the
 // optimizer. Otherwise the optimizer is not stepped, so the weights stay the

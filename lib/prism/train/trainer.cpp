@@ -345,6 +345,9 @@ void Loop::log_start() const {
   if (group_->distributed())
     log(fmt::format("data parallel: {}; {} gradient bucket{} all-reduced during the backward", group_->describe(),
                     sync_->bucket_count(), sync_->bucket_count() == 1 ? "" : "s"));
+  if (trains_on_working_copies(*opt_, exec_))
+    log(fmt::format("weights: bf16 working copies of the matmul weights, written by the AdamW kernel (Highway {}){}",
+                    adamw_cpu_target(), group_->distributed() ? "; their gradients averaged in fp32" : ""));
 }
 
 void Loop::log_progress(const StepResult& r, double lr, double dt) {
