@@ -50,6 +50,7 @@ struct Setup {
   ModelConfig mc;
   int64_t B, T;
   int steps, warmup;
+  std::string dtype;  // fp32, or bf16 (autocast on bf16 working copies)
 };
 
 struct Timing {
@@ -64,7 +65,7 @@ Timing time_steps(const Setup& s, const std::shared_ptr<ProcessGroup>& group) {
   TrainConfig tc;
   tc.device = "cpu";
   tc.threads = 1;
-  tc.dtype = "fp32";
+  tc.dtype = s.dtype;
   Execution exec = resolve_execution(tc);
   torch::manual_seed(0);
   GPT model(s.mc, HeadSchedule::uniform(s.mc.n_layer, s.mc.n_head));
@@ -164,7 +165,9 @@ const char* kUsage =
     "process: 1 process with micro-batch B (the compute baseline), then 2 processes with B\n"
     "each (DDP: Gloo over loopback, bucketed all-reduce during the backward). Prints the step\n"
     "times, the communication left exposed after the backward, the gradient all-reduce\n"
-    "alone, and the bytes moved per step against the parameter bytes.";
+    "alone, and the bytes moved per step against the parameter bytes. In bf16 the steps run\n"
+    "on bf16 working copies of the matmul weights, as `prism train` does; their gradients\n"
+    "are still averaged in fp32 (the same bytes as fp32).";
 
 int run(const std::vector<std::string>& args) {
   return guarded("bench ddp", [&]() -> int {
@@ -175,15 +178,19 @@ int run(const std::vector<std::string>& args) {
         ("seq", po::value<int64_t>()->default_value(128), "sequence length T")
         ("steps", po::value<int>()->default_value(8), "timed steps")
         ("warmup", po::value<int>()->default_value(2), "untimed warm-up steps")
+        ("dtype", po::value<std::string>()->default_value("fp32"),
+         "fp32, or bf16 (autocast on bf16 working copies; gradients averaged in fp32)")
         ("worker", po::bool_switch(), "internal: run as one rank of the 2-process measurement");
     po::positional_options_description pos;
     po::variables_map vm;
     if (!parse("bench ddp", kUsage, o, pos, args, vm)) return 0;
+    const std::string dtype = vm["dtype"].as<std::string>();
+    if (dtype != "fp32" && dtype != "bf16") throw Error("unknown --dtype " + dtype, "prism bench ddp", "use fp32 or bf16");
     if (!distributed_available())
       throw Error("this build has no data-parallel training", "prism bench ddp",
                   "install gloo's headers (apt-get install libgloo-dev) and reconfigure, with a LibTorch that has c10d Gloo");
     Setup s{model_preset(vm["model"].as<std::string>()), vm["batch"].as<int64_t>(), vm["seq"].as<int64_t>(),
-            vm["steps"].as<int>(), vm["warmup"].as<int>()};
+            vm["steps"].as<int>(), vm["warmup"].as<int>(), dtype};
     if (s.T > s.mc.block_size)
       throw Error(fmt::format("--seq {} exceeds the model's block size {}", s.T, s.mc.block_size), "prism bench ddp", "lower --seq");
 
@@ -198,14 +205,18 @@ int run(const std::vector<std::string>& args) {
       return 0;
     }
     std::vector<std::string> pass;
-    for (const char* k : {"model", "batch", "seq", "steps", "warmup"}) {
+    for (const char* k : {"model", "batch", "seq", "steps", "warmup", "dtype"}) {
       pass.push_back(std::string("--") + k);
       const auto& v = vm[k].value();
       if (v.type() == typeid(std::string)) pass.push_back(vm[k].as<std::string>());
       else if (v.type() == typeid(int64_t)) pass.push_back(std::to_string(vm[k].as<int64_t>()));
       else pass.push_back(std::to_string(vm[k].as<int>()));
     }
-    std::cout << "prism bench ddp: data-parallel training steps, random tokens, fp32, 1 intra-op thread per process\n";
+    std::cout << fmt::format("prism bench ddp: data-parallel training steps, random tokens, {}, 1 intra-op thread per "
+                             "process\n",
+                             s.dtype == "bf16" ? "bf16 (autocast on bf16 working copies of the matmul weights, "
+                                                 "gradients averaged in fp32)"
+                                               : "fp32");
     std::cout << "machine: " << machine_description() << "\n";
     std::cout << fmt::format("model: {} ({} layers x {}, vocab {}), B={} per process, T={}, {} timed steps after {} warm-up\n\n",
                              vm["model"].as<std::string>(), s.mc.n_layer, s.mc.d_model, s.mc.vocab_size, s.B, s.T,

@@ -98,3 +98,23 @@ TEST_CASE("bench train flags a reference loop whose loss is not finite, and refu
                            Catch::Contains("Fix: run that command"));
   CHECK_THAT(r.output, !Catch::Contains("internal error"));
 }
+
+TEST_CASE("bench ddp times 2 processes against 1, in fp32 and on bf16 working copies", "[cli][bench][ddp]") {
+  auto bad = test::run_prism("bench ddp --dtype fp16");
+  CHECK(bad.exit_code != 0);
+  CHECK_THAT(bad.output, Catch::Contains("unknown --dtype fp16") && Catch::Contains("use fp32 or bf16"));
+  auto probe = test::run_prism("bench ddp --model test-tiny --batch 2 --seq 16 --steps 1 --warmup 1");
+  if (probe.output.find("no data-parallel training") != std::string::npos) {
+    WARN("SKIPPED: this build has no c10d Gloo (" << probe.output << ")");
+    return;
+  }
+  INFO(probe.output);
+  REQUIRE(probe.exit_code == 0);
+  CHECK_THAT(probe.output, Catch::Contains("random tokens, fp32,"));
+  auto r = test::run_prism("bench ddp --model test-tiny --batch 2 --seq 16 --steps 2 --warmup 1 --dtype bf16");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains("bf16 (autocast on bf16 working copies"));
+  CHECK_THAT(r.output, Catch::Contains("2 processes, B x T each"));
+  CHECK_THAT(r.output, Catch::Contains("throughput:"));
+}
