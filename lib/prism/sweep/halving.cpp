@@ -28,7 +28,8 @@ std::pair<double, int> seed_noise(const std::vector<GroupScore>& scores) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   if (ok.size() < 2) return {nan, 0};
   std::vector<uint64_t> seeds;  // the seeds every configuration has
-  for (const auto& [seed, loss] : ok.front()->by_seed) {
+  for (const auto& entry : ok.front()->by_seed) {
+    const uint64_t seed = entry.first;  // a plain variable: C++17 lambdas cannot capture structured bindings
     bool everywhere = std::all_of(ok.begin(), ok.end(), [&](const GroupScore* g) { return g->by_seed.count(seed) > 0; });
     if (everywhere) seeds.push_back(seed);
   }

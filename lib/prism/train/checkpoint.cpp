@@ -135,7 +135,9 @@ void load_checkpoint(const std::string& ckpt_dir, GPT& model, torch::optim::Adam
     s->exp_avg_sq(state.at("adam.exp_avg_sq." + p.key()).to(p.value().device()).clone());
     opt.state()[p.value().unsafeGetTensorImpl()] = std::move(s);
   }
-  for (auto& [key, gen] : run_generators(model)) {
+  for (auto& entry : run_generators(model)) {
+    const std::string& key = entry.first;  // a plain reference: C++17 lambdas cannot capture structured bindings
+    auto& gen = entry.second;
     const bool saved = std::any_of(state.tensors.begin(), state.tensors.end(), [&](const auto& kv) { return kv.first == key; });
     if (key != "rng.cpu" && !saved) continue;
     std::lock_guard<std::mutex> lock(gen.mutex());
