@@ -14,6 +14,8 @@
 
 #include <unistd.h>
 
+#include "test_paths.h"
+
 namespace fs = std::filesystem;
 
 namespace {
