@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <unistd.h>
@@ -55,24 +56,33 @@ std::vector<fs::path> core_files(const std::set<std::string>& folders) {
   return files;
 }
 
-// What is wrong with one core file's includes ("" when nothing is).
-std::string include_problems(const fs::path& file, const std::set<std::string>& folders) {
-  static const std::regex include_line(R"(^\s*#\s*include\s*([<"])([^>"]+)[>"])");
-  static const std::regex torch_header(R"(^(torch|ATen|c10|caffe2)/)");
-  static const std::regex prism_header(R"(^prism/(([^/]+)/)?[^/]+$)");
-  std::string problems;
+// Each #include of a file: its line number and the header it names.
+std::vector<std::pair<int, std::string>> includes_of(const fs::path& file) {
+  static const std::regex include_line(R"(^\s*#\s*include\s*[<"]([^>"]+)[>"])");
+  std::vector<std::pair<int, std::string>> out;
   std::istringstream lines(read_text(file));
   int number = 0;
   for (std::string line; std::getline(lines, line);) {
     ++number;
     std::smatch m;
-    if (!std::regex_search(line, m, include_line)) continue;
-    const std::string header = m[2].str();
+    if (std::regex_search(line, m, include_line)) out.emplace_back(number, m[1].str());
+  }
+  return out;
+}
+
+// What is wrong with one core file's includes ("" when nothing is).
+std::string include_problems(const fs::path& file, const std::set<std::string>& folders) {
+  static const std::regex torch_header(R"(^(torch|ATen|c10|caffe2)/)");
+  static const std::regex prism_header(R"(^prism/(([^/]+)/)?[^/]+$)");
+  std::string problems;
+  for (const auto& inc : includes_of(file)) {
+    const std::string& header = inc.second;
     std::smatch p;
     if (std::regex_search(header, torch_header))
-      problems += fmt::format("{}:{}: includes LibTorch ({})\n", file.string(), number, header);
+      problems += fmt::format("{}:{}: includes LibTorch ({})\n", file.string(), inc.first, header);
     else if (std::regex_match(header, p, prism_header) && p[2].matched && !folders.count(p[2].str()))
-      problems += fmt::format("{}:{}: includes {} from {}/, a LibTorch folder\n", file.string(), number, header, p[2].str());
+      problems += fmt::format("{}:{}: includes {} from {}/, a LibTorch folder\n", file.string(), inc.first, header,
+                              p[2].str());
   }
   return problems;
 }
@@ -99,18 +109,12 @@ std::vector<fs::path> files_outside_ops() {
 // The includes of a kernels/ header in one file ("" when none): a header that exists
 // under kernels/ (the kernels' include root, as in "cpu/adamw.h"), or one spelled kernels/...
 std::string kernel_includes(const fs::path& file) {
-  static const std::regex include_line(R"(^\s*#\s*include\s*[<"]([^>"]+)[>"])");
   std::string found;
-  std::istringstream lines(read_text(file));
-  int number = 0;
-  for (std::string line; std::getline(lines, line);) {
-    ++number;
-    std::smatch m;
-    if (!std::regex_search(line, m, include_line)) continue;
-    const std::string header = m[1].str();
+  for (const auto& inc : includes_of(file)) {
+    const std::string& header = inc.second;
     const bool spelled = header.rfind("kernels/", 0) == 0;
     if (spelled || fs::is_regular_file(kKernels / header))
-      found += fmt::format("{}:{}: includes {}{}\n", file.string(), number, spelled ? "" : "kernels/", header);
+      found += fmt::format("{}:{}: includes {}{}\n", file.string(), inc.first, spelled ? "" : "kernels/", header);
   }
   return found;
 }
