@@ -13,7 +13,7 @@
 #   scripts/ci-sanitize.sh --full -L model any ctest selection of the whole suite
 # Environment:
 #   PRISM_SANITIZE_TESTS      --full's ctest label regex (default below: every tag but the slow
-#                             end-to-end ones, which the plain suite runs; README's Testing)
+#                             end-to-end ones, which the plain suite runs; docs/development.md, Testing)
 #   PRISM_SANITIZE_BUILD_DIR  build directory (default build-sanitize)
 set -euo pipefail
 cd "$(dirname "$0")/.."
