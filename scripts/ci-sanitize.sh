@@ -14,7 +14,7 @@
 #                                          with a warm ccache, which --full shares).
 #   scripts/ci-sanitize.sh --full          the whole suite sanitized: every test of prism_tests on
 #                                          the clang build of all of prism_lib (~20 min of tests
-#                                          after the build on 2 cores: README's Testing); run by hand
+#                                          after the build on 2 cores: docs/development.md, Testing); run by hand
 #   scripts/ci-sanitize.sh --full -L model any ctest selection of the whole suite (Catch2 tags are
 #                                          ctest labels; a selection that matches nothing fails)
 # Environment:

@@ -89,6 +89,26 @@ struct Tally {
   int failed_checks = 0, failed_cases = 0;
 };
 
+// Counts one back end's result of a case against the targets; returns its timing note.
+std::string tally_backend(const std::string& b, const BackendRun& m, std::map<std::string, BackendRun>& res,
+                          const BackendRun& sdpa, const BackendRun& ref, Tally& tally) {
+  if (b == "fused+distance" && m.ran && res.count("fused") && res["fused"].ran) {
+    const double overhead = attention::paired_ratio(m, res["fused"]) - 1.0;
+    ++tally.telemetry_cases;
+    tally.telemetry_ok += overhead <= 0.05;
+    return fmt::format("telemetry {:+.1f}% vs fused", 100.0 * overhead);
+  }
+  if (b == "fused" && m.ran && sdpa.ran) {
+    ++tally.fused_cases;
+    tally.beats_sdpa += attention::paired_ratio(m, sdpa) <= 1.0;
+  }
+  if (b == "fused" && m.ran && ref.ran) {
+    ++tally.ref_cases;
+    tally.beats_half_ref += attention::paired_ratio(m, ref) <= 0.5;
+  }
+  return m.skipped.empty() ? "" : "skipped: " + m.skipped;
+}
+
 void print_case(const attention::BenchCase& c, const std::string& dt, const std::vector<std::string>& backends,
                 std::map<std::string, BackendRun>& res, Tally& tally) {
   const BackendRun none;
@@ -96,23 +116,7 @@ void print_case(const attention::BenchCase& c, const std::string& dt, const std:
   const BackendRun& ref = res.count("reference") ? res["reference"] : none;
   for (const auto& b : backends) {
     const BackendRun& m = res[b];
-    std::string note = m.skipped.empty() ? "" : "skipped: " + m.skipped;
-    if (b == "fused+distance" && m.ran && res.count("fused") && res["fused"].ran) {
-      const double overhead = attention::paired_ratio(m, res["fused"]) - 1.0;
-      note = fmt::format("telemetry {:+.1f}% vs fused", 100.0 * overhead);
-      ++tally.telemetry_cases;
-      tally.telemetry_ok += overhead <= 0.05;
-    }
-    if (b == "fused" && m.ran) {
-      if (sdpa.ran) {
-        ++tally.fused_cases;
-        tally.beats_sdpa += attention::paired_ratio(m, sdpa) <= 1.0;
-      }
-      if (ref.ran) {
-        ++tally.ref_cases;
-        tally.beats_half_ref += attention::paired_ratio(m, ref) <= 0.5;
-      }
-    }
+    std::string note = tally_backend(b, m, res, sdpa, ref, tally);
     if (!m.checked_against.empty()) {
       note += (note.empty() ? "" : "; ") + check_note(m);
       tally.failed_checks += !m.correct;
@@ -124,126 +128,157 @@ void print_case(const attention::BenchCase& c, const std::string& dt, const std:
   std::cout << std::flush;
 }
 
+po::options_description attention_options() {
+  po::options_description o("Options");
+  o.add_options()
+      ("T", po::value<std::string>()->default_value("1024,4096"), "sequence lengths")
+      ("head-dim", po::value<std::string>()->default_value("64,128,256"), "head dims D")
+      ("dtype", po::value<std::string>()->default_value("fp32,bf16"), "fp32, bf16")
+      ("backends", po::value<std::string>()->default_value("reference,sdpa,fused,fused+distance"),
+       "reference, sdpa, fused, fused+distance")
+      ("repeat", po::value<int>()->default_value(5), "timed rounds per case (median shown), after one warm-up")
+      ("width", po::value<int64_t>()->default_value(768), "layer width: H = width / D heads")
+      ("tokens", po::value<int64_t>()->default_value(4096), "tokens per call: B = max(1, tokens / T) sequences")
+      ("threads", po::value<int>()->default_value(0), "intra-op threads (0: all cores)")
+      ("reference-limit-gib", po::value<double>()->default_value(6.0),
+       "skip the reference where its T x T buffers would exceed this")
+      ("isa", po::value<std::string>()->default_value(""),
+       "code path of the fused kernel, e.g. avx512_bf16, avx512, avx2, portable, scalar (default: the best this "
+       "CPU has, or PRISM_CPU_ISA)")
+      ("no-check", po::bool_switch(), "skip the correctness check")
+      ("clock", po::value<std::string>()->default_value("wall"),
+       "wall, or cpu (process CPU time: steadier on a shared machine with --threads 1)");
+  return o;
+}
+
+// The cases to run (T x D x dtype) and how each is measured.
+struct Plan {
+  std::vector<int64_t> Ts, Ds;
+  std::vector<std::string> dtypes;
+  int64_t width = 0, tokens = 0;
+  attention::CpuCodePath path;
+  attention::BenchSettings settings;
+};
+
+attention::BenchSettings read_bench_settings(const po::variables_map& vm) {
+  attention::BenchSettings settings;
+  settings.backends = split_list(vm["backends"].as<std::string>());
+  require_known(settings.backends, attention::bench_backend_names(), "backends");
+  settings.repeat = vm["repeat"].as<int>();
+  if (settings.repeat < 1) throw Error("--repeat must be at least 1", "command line", "use --repeat 3");
+  settings.reference_limit_gib = vm["reference-limit-gib"].as<double>();
+  settings.check = !vm["no-check"].as<bool>();
+  const std::string clock = vm["clock"].as<std::string>();
+  require_known({clock}, {"wall", "cpu"}, "clock");
+  settings.cpu_clock = clock == "cpu";
+  return settings;
+}
+
+Plan read_plan(const po::variables_map& vm) {
+  Plan p;
+  p.Ts = int_list(vm["T"].as<std::string>(), "T");
+  p.Ds = int_list(vm["head-dim"].as<std::string>(), "head-dim");
+  p.dtypes = split_list(vm["dtype"].as<std::string>());
+  require_known(p.dtypes, {"fp32", "bf16"}, "dtype");
+  p.settings = read_bench_settings(vm);
+  p.width = vm["width"].as<int64_t>();
+  p.tokens = vm["tokens"].as<int64_t>();
+  for (auto D : p.Ds)
+    if (p.width % D != 0)
+      throw Error(fmt::format("head dim {} does not divide --width {}", D, p.width), "command line",
+                  "use head dims that divide the width, e.g. 64,128,256 for 768");
+  p.path = vm["isa"].as<std::string>().empty() ? attention::default_cpu_code_path()
+                                                : attention::cpu_code_path(vm["isa"].as<std::string>(), "--isa");
+  p.settings.code_path = p.path.name;
+  return p;
+}
+
+void print_header(const Plan& p) {
+  const auto& settings = p.settings;
+  std::cout << "prism bench attention: causal self-attention of one layer, forward + backward\n"
+            << "machine: " << machine_description() << "\n"
+            << fmt::format("fused kernel: code path {} ({}), {} threads (set with --threads; default all cores)\n",
+                           p.path.name, p.path.description, torch::get_num_threads())
+            << fmt::format("LibTorch (sdpa, reference): CPU capability {}\n", at::get_cpu_capability())
+            << fmt::format("shape: width {}, H = {} / D heads, B = max(1, {} / T) sequences; q, k, v strided views "
+                           "of one (B, T, 3, H, D) tensor\n",
+                           p.width, p.width, p.tokens)
+            << fmt::format("time: median of {} {} rounds after a warm-up round, back ends taking turns in each; "
+                           "x sdpa, x ref and the telemetry overhead\n  are medians of per-round time ratios "
+                           "measured in this run\n",
+                           settings.repeat, settings.cpu_clock ? "process-CPU-time" : "wall-clock")
+            << "peak extra: peak bytes allocated through LibTorch's CPU allocator during the warm-up forward + "
+               "backward,\n  above the live inputs (outputs, gradients, kernel workspaces, intermediates; "
+               "oneDNN/OpenMP internal scratch not seen)\n";
+  if (settings.check)
+    std::cout << fmt::format("check: out, dq, dk, dv (and distance) of the warm-up round against the reference "
+                             "(sdpa where it is skipped), relative error in the Frobenius norm <= {:.0e} fp32, "
+                             "{:.0e} bf16\n",
+                             attention::bench_check_tolerance(torch::kFloat),
+                             attention::bench_check_tolerance(torch::kBFloat16));
+  const std::string head = fmt::format("{:>5} {:>4} {:>5} {:>7}  {:<15} {:>9} {:>7} {:>8} {:>11}  {}", "T", "D",
+                                       "dtype", "B x H", "back end", "time ms", "x sdpa", "x ref", "peak MiB", "note");
+  std::cout << "\n" << head << "\n" << std::string(head.size() + 10, '-') << "\n";
+}
+
+// Every T x D x dtype case, one table block each; a case that throws is reported and counted.
+Tally run_cases(const Plan& p) {
+  Tally tally;
+  for (auto T : p.Ts)
+    for (auto D : p.Ds)
+      for (const auto& dt : p.dtypes) {
+        const attention::BenchCase c{std::max<int64_t>(1, p.tokens / T), T, p.width / D, D,
+                                     dt == "bf16" ? torch::kBFloat16 : torch::kFloat};
+        try {
+          auto res = attention::bench_attention_case(c, p.settings);
+          print_case(c, dt, p.settings.backends, res, tally);
+        } catch (const std::exception& e) {
+          ++tally.failed_cases;
+          std::cout << fmt::format("{:>5} {:>4} {:>5} {:>7}  FAILED: {}\n", T, D, dt, fmt::format("{}x{}", c.B, c.H),
+                                   e.what())
+                    << std::flush;
+        }
+      }
+  return tally;
+}
+
+// Growth with T at one fixed small shape: linear for O(T) memory, x(T ratio)^2 for T x T buffers.
+void print_memory_growth(const Plan& p) {
+  const int64_t t0 = *std::min_element(p.Ts.begin(), p.Ts.end()), t1 = *std::max_element(p.Ts.begin(), p.Ts.end());
+  std::cout << fmt::format("\npeak extra memory growth, B = H = 1, D = 64, fp32, T {} -> {} (x{} tokens):\n", t0, t1,
+                           t1 / t0);
+  attention::BenchSettings once = p.settings;
+  once.repeat = 1;
+  once.reference_limit_gib = 1e9;
+  once.check = false;
+  for (const auto& b : p.settings.backends) {
+    once.backends = {b};
+    const double m0 = attention::bench_attention_case({1, t0, 1, 64, torch::kFloat}, once)[b].peak_mib;
+    const double m1 = attention::bench_attention_case({1, t1, 1, 64, torch::kFloat}, once)[b].peak_mib;
+    std::cout << fmt::format("  {:<15} {:>9.2f} MiB -> {:>9.2f} MiB  (x{:.1f})\n", b, m0, m1, m1 / m0);
+  }
+}
+
 int run(const std::vector<std::string>& args) {
   return guarded("bench attention", [&] {
-    po::options_description o("Options");
-    o.add_options()
-        ("T", po::value<std::string>()->default_value("1024,4096"), "sequence lengths")
-        ("head-dim", po::value<std::string>()->default_value("64,128,256"), "head dims D")
-        ("dtype", po::value<std::string>()->default_value("fp32,bf16"), "fp32, bf16")
-        ("backends", po::value<std::string>()->default_value("reference,sdpa,fused,fused+distance"),
-         "reference, sdpa, fused, fused+distance")
-        ("repeat", po::value<int>()->default_value(5), "timed rounds per case (median shown), after one warm-up")
-        ("width", po::value<int64_t>()->default_value(768), "layer width: H = width / D heads")
-        ("tokens", po::value<int64_t>()->default_value(4096), "tokens per call: B = max(1, tokens / T) sequences")
-        ("threads", po::value<int>()->default_value(0), "intra-op threads (0: all cores)")
-        ("reference-limit-gib", po::value<double>()->default_value(6.0),
-         "skip the reference where its T x T buffers would exceed this")
-        ("isa", po::value<std::string>()->default_value(""),
-         "code path of the fused kernel, e.g. avx512_bf16, avx512, avx2, portable, scalar (default: the best this "
-         "CPU has, or PRISM_CPU_ISA)")
-        ("no-check", po::bool_switch(), "skip the correctness check")
-        ("clock", po::value<std::string>()->default_value("wall"),
-         "wall, or cpu (process CPU time: steadier on a shared machine with --threads 1)");
     po::variables_map vm;
-    if (!parse("bench attention", kUsage, o, {}, args, vm)) return 0;
-
-    const auto Ts = int_list(vm["T"].as<std::string>(), "T");
-    const auto Ds = int_list(vm["head-dim"].as<std::string>(), "head-dim");
-    const auto dtypes = split_list(vm["dtype"].as<std::string>());
-    require_known(dtypes, {"fp32", "bf16"}, "dtype");
-    attention::BenchSettings settings;
-    settings.backends = split_list(vm["backends"].as<std::string>());
-    require_known(settings.backends, attention::bench_backend_names(), "backends");
-    settings.repeat = vm["repeat"].as<int>();
-    settings.reference_limit_gib = vm["reference-limit-gib"].as<double>();
-    settings.check = !vm["no-check"].as<bool>();
-    const int64_t width = vm["width"].as<int64_t>(), tokens = vm["tokens"].as<int64_t>();
-    if (settings.repeat < 1) throw Error("--repeat must be at least 1", "command line", "use --repeat 3");
-    for (auto D : Ds)
-      if (width % D != 0)
-        throw Error(fmt::format("head dim {} does not divide --width {}", D, width), "command line",
-                    "use head dims that divide the width, e.g. 64,128,256 for 768");
-    const auto path = vm["isa"].as<std::string>().empty()
-                          ? attention::default_cpu_code_path()
-                          : attention::cpu_code_path(vm["isa"].as<std::string>(), "--isa");
-    settings.code_path = path.name;
-    const std::string clock = vm["clock"].as<std::string>();
-    require_known({clock}, {"wall", "cpu"}, "clock");
-    settings.cpu_clock = clock == "cpu";
-    int threads = vm["threads"].as<int>();
-    if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    torch::set_num_threads(threads);
+    if (!parse("bench attention", kUsage, attention_options(), {}, args, vm)) return 0;
+    const Plan plan = read_plan(vm);
+    const int threads = vm["threads"].as<int>();
+    torch::set_num_threads(threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
     attention::CpuAllocationTracker::install();
-
-    std::cout << "prism bench attention: causal self-attention of one layer, forward + backward\n"
-              << "machine: " << machine_description() << "\n"
-              << fmt::format("fused kernel: code path {} ({}), {} threads (set with --threads; default all cores)\n",
-                             path.name, path.description, torch::get_num_threads())
-              << fmt::format("LibTorch (sdpa, reference): CPU capability {}\n", at::get_cpu_capability())
-              << fmt::format("shape: width {}, H = {} / D heads, B = max(1, {} / T) sequences; q, k, v strided views "
-                             "of one (B, T, 3, H, D) tensor\n",
-                             width, width, tokens)
-              << fmt::format("time: median of {} {} rounds after a warm-up round, back ends taking turns in each; "
-                             "x sdpa, x ref and the telemetry overhead\n  are medians of per-round time ratios "
-                             "measured in this run\n",
-                             settings.repeat, settings.cpu_clock ? "process-CPU-time" : "wall-clock")
-              << "peak extra: peak bytes allocated through LibTorch's CPU allocator during the warm-up forward + "
-                 "backward,\n  above the live inputs (outputs, gradients, kernel workspaces, intermediates; "
-                 "oneDNN/OpenMP internal scratch not seen)\n";
-    if (settings.check)
-      std::cout << fmt::format("check: out, dq, dk, dv (and distance) of the warm-up round against the reference "
-                               "(sdpa where it is skipped), relative error in the Frobenius norm <= {:.0e} fp32, "
-                               "{:.0e} bf16\n",
-                               attention::bench_check_tolerance(torch::kFloat),
-                               attention::bench_check_tolerance(torch::kBFloat16));
-    const std::string head = fmt::format("{:>5} {:>4} {:>5} {:>7}  {:<15} {:>9} {:>7} {:>8} {:>11}  {}", "T", "D",
-                                         "dtype", "B x H", "back end", "time ms", "x sdpa", "x ref", "peak MiB", "note");
-    std::cout << "\n" << head << "\n" << std::string(head.size() + 10, '-') << "\n";
-
-    Tally tally;
-    for (auto T : Ts)
-      for (auto D : Ds)
-        for (const auto& dt : dtypes) {
-          const attention::BenchCase c{std::max<int64_t>(1, tokens / T), T, width / D, D,
-                                       dt == "bf16" ? torch::kBFloat16 : torch::kFloat};
-          try {
-            auto res = attention::bench_attention_case(c, settings);
-            print_case(c, dt, settings.backends, res, tally);
-          } catch (const std::exception& e) {
-            ++tally.failed_cases;
-            std::cout << fmt::format("{:>5} {:>4} {:>5} {:>7}  FAILED: {}\n", T, D, dt,
-                                     fmt::format("{}x{}", c.B, c.H), e.what())
-                      << std::flush;
-          }
-        }
+    print_header(plan);
+    const Tally tally = run_cases(plan);
     std::cout << fmt::format(
         "\ntargets: fused <= 1.0x sdpa in {}/{} cases; fused <= 0.5x reference in {}/{}; telemetry overhead <= 5% in "
         "{}/{}\n",
         tally.beats_sdpa, tally.fused_cases, tally.beats_half_ref, tally.ref_cases, tally.telemetry_ok,
         tally.telemetry_cases);
-    // Growth with T at one fixed small shape: linear for O(T) memory, x(T ratio)^2 for T x T buffers.
-    if (Ts.size() >= 2) {
-      const int64_t t0 = *std::min_element(Ts.begin(), Ts.end()), t1 = *std::max_element(Ts.begin(), Ts.end());
-      std::cout << fmt::format("\npeak extra memory growth, B = H = 1, D = 64, fp32, T {} -> {} (x{} tokens):\n", t0, t1,
-                               t1 / t0);
-      attention::BenchSettings once = settings;
-      once.repeat = 1;
-      once.reference_limit_gib = 1e9;
-      once.check = false;
-      for (const auto& b : settings.backends) {
-        once.backends = {b};
-        const double m0 = attention::bench_attention_case({1, t0, 1, 64, torch::kFloat}, once)[b].peak_mib;
-        const double m1 = attention::bench_attention_case({1, t1, 1, 64, torch::kFloat}, once)[b].peak_mib;
-        std::cout << fmt::format("  {:<15} {:>9.2f} MiB -> {:>9.2f} MiB  (x{:.1f})\n", b, m0, m1, m1 / m0);
-      }
-    }
-    if (tally.failed_checks + tally.failed_cases > 0) {
-      std::cout << fmt::format("\nFAILED: {} back-end check(s) out of tolerance, {} case(s) that did not run\n",
-                               tally.failed_checks, tally.failed_cases);
-      return 1;
-    }
-    return 0;
+    if (plan.Ts.size() >= 2) print_memory_growth(plan);
+    if (tally.failed_checks + tally.failed_cases == 0) return 0;
+    std::cout << fmt::format("\nFAILED: {} back-end check(s) out of tolerance, {} case(s) that did not run\n",
+                             tally.failed_checks, tally.failed_cases);
+    return 1;
   });
 }
 

@@ -13,7 +13,6 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
-#include <numeric>
 #include <iostream>
 #include <thread>
 
@@ -139,59 +138,80 @@ struct Trainee {
   BatchSource next;
 };
 
+// What one `prism bench train` invocation measures, read and checked from its options.
+struct Settings {
+  std::string model_name;
+  ModelConfig mc;
+  HeadSchedule uniform, prism;
+  int64_t B = 0, T = 0;
+  int steps = 0, warmup = 0;
+  std::string backend;
+  std::string dtype;        // the --dtype given
+  std::vector<bool> dtypes;  // bf16? per measured dtype, in order
+  bool with_eager = false, with_compiled = false;
+  bool cpu_clock = false;
+  bool prism_malloc = false;  // the PyTorch loops under Prism's glibc setting
+  int profile_steps = 0, profile_top = 0;
+  std::string profile;  // Chrome trace path prefix, "" for none
+  std::string python;
+};
+
 struct PairResult {
   Measured uniform, prism;
   double ratio = 0;  // Prism / uniform tokens/s: median over steps of the paired time ratios
   OpProfileResult uniform_profile, prism_profile;
 };
 
+// Where each arm's step time goes, over `steps` more steps (after the timed ones:
+// the profiler's hooks cost time).
+void profile_arms(Trainee& u, Trainee& p, int steps, PairResult& r) {
+  std::cerr << fmt::format("bench train: profiling {} more steps of each arm (--profile-summary) ...\n", steps)
+            << std::flush;
+  auto profile = [steps](Trainee& arm) {
+    OpProfiler profiler;
+    for (int i = 0; i < steps; ++i) arm.step();
+    OpProfileResult result = profiler.stop();
+    result.steps = steps;
+    return result;
+  };
+  r.uniform_profile = profile(u);
+  r.prism_profile = profile(p);
+}
+
 // Uniform and Prism take turns step by step (warm-up, then timed), so load
 // from other processes spreads over both and the ratio compares steps made
 // under the same conditions.
-PairResult time_pair(const ModelConfig& mc, const HeadSchedule& uniform, const HeadSchedule& prism,
-                     const std::string& backend, bool bf16, int64_t B, int64_t T, int steps, int warmup,
-                     bool cpu_clock, const std::string& profile, PeakMeter& peak, int profile_steps) {
-  Trainee u(mc, uniform, backend, bf16, B, T), p(mc, prism, backend, bf16, B, T);
+PairResult time_pair(const Settings& s, bool bf16, const std::string& trace, PeakMeter& peak) {
+  Trainee u(s.mc, s.uniform, s.backend, bf16, s.B, s.T), p(s.mc, s.prism, s.backend, bf16, s.B, s.T);
   Progress progress(fmt::format("{} Prism C++ {} and {}, steps taking turns", bf16 ? "bf16" : "fp32",
-                                uniform.compact(), prism.compact()));
-  for (int i = 0; i < warmup; ++i) {
+                                s.uniform.compact(), s.prism.compact()));
+  for (int i = 0; i < s.warmup; ++i) {
     u.step();
     p.step();
-    progress.step("warm-up", i + 1, warmup);
+    progress.step("warm-up", i + 1, s.warmup);
   }
   std::unique_ptr<torch::autograd::profiler::RecordProfile> prof;
-  if (!profile.empty()) prof = std::make_unique<torch::autograd::profiler::RecordProfile>(profile);
-  std::vector<double> tu, tp, ratios;
+  if (!trace.empty()) prof = std::make_unique<torch::autograd::profiler::RecordProfile>(trace);
+  double su = 0, sp = 0;
+  std::vector<double> ratios;
   PairResult r;
-  for (int i = 0; i < steps; ++i) {
-    double t0 = now_s(cpu_clock);
+  for (int i = 0; i < s.steps; ++i) {
+    const double t0 = now_s(s.cpu_clock);
     r.uniform.loss = u.step();
-    double t1 = now_s(cpu_clock);
+    const double t1 = now_s(s.cpu_clock);
     r.prism.loss = p.step();
-    double t2 = now_s(cpu_clock);
-    tu.push_back(t1 - t0);
-    tp.push_back(t2 - t1);
+    const double t2 = now_s(s.cpu_clock);
+    su += t1 - t0;
+    sp += t2 - t1;
     ratios.push_back((t1 - t0) / (t2 - t1));
     if (i % 2 == 1) peak.round();  // peak rounds interleaved with the steps, outside their timing
-    progress.step("timed", i + 1, steps);
+    progress.step("timed", i + 1, s.steps);
   }
   prof.reset();
-  // Profiled steps come after the timed ones: the profiler's hooks cost time.
-  if (profile_steps > 0) {
-    std::cerr << fmt::format("bench train: profiling {} more steps of each arm (--profile-summary) ...\n", profile_steps)
-              << std::flush;
-    OpProfiler pu;
-    for (int i = 0; i < profile_steps; ++i) u.step();
-    r.uniform_profile = pu.stop();
-    r.uniform_profile.steps = profile_steps;
-    OpProfiler pp;
-    for (int i = 0; i < profile_steps; ++i) p.step();
-    r.prism_profile = pp.stop();
-    r.prism_profile.steps = profile_steps;
-  }
-  auto sum = [](const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0); };
-  r.uniform.tokens_per_s = static_cast<double>(B * T * steps) / sum(tu);
-  r.prism.tokens_per_s = static_cast<double>(B * T * steps) / sum(tp);
+  if (s.profile_steps > 0) profile_arms(u, p, s.profile_steps, r);
+  const double tokens = static_cast<double>(s.B * s.T * s.steps);
+  r.uniform.tokens_per_s = tokens / su;
+  r.prism.tokens_per_s = tokens / sp;
   r.ratio = median(ratios);
   return r;
 }
@@ -220,29 +240,37 @@ std::string reference_inductor_cache() {
   return (std::filesystem::temp_directory_path() / fmt::format("prism-torchinductor-uid{}{}", getuid(), tag)).string();
 }
 
-Reference time_pytorch(const std::string& python, const ModelConfig& mc, const HeadSchedule& s, bool bf16, int64_t B,
-                       int64_t T, int steps, int warmup, bool compiled, bool cpu_clock, bool prism_malloc) {
+// The shell command of nanoGPT's step on the uniform model in PyTorch
+// (test/reference/train_reference.py), eager or under torch.compile.
+std::string reference_command(const Settings& st, bool bf16, bool compiled) {
+  const ModelConfig& mc = st.mc;
   // --reference-malloc prism: the Python process gets Prism's glibc setting (host_memory.h).
-  std::string env = prism_malloc ? fmt::format("GLIBC_TUNABLES={} ", kKeepFreedHostMemoryTunables) : "";
+  std::string env = st.prism_malloc ? fmt::format("GLIBC_TUNABLES={} ", kKeepFreedHostMemoryTunables) : "";
   if (const std::string cache = reference_inductor_cache(); !cache.empty())
     env += fmt::format("TORCHINDUCTOR_CACHE_DIR='{}' ", cache);
-  std::string cmd = fmt::format(
+  return fmt::format(
       "{}'{}' '{}/test/reference/train_reference.py' --d-model {} --heads {} --vocab {} --block {} --batch {} --seq {} "
       "--steps {} --warmup {} --dtype {} --threads {} --clock {}{} 2>&1",
-      env, python, reference_source_dir(), mc.d_model, fmt::join(s.heads(), ","), mc.vocab_size, mc.block_size, B, T,
-      steps, warmup, bf16 ? "bf16" : "fp32", torch::get_num_threads(), cpu_clock ? "cpu" : "wall",
+      env, st.python, reference_source_dir(), mc.d_model, fmt::join(st.uniform.heads(), ","), mc.vocab_size, mc.block_size,
+      st.B, st.T, st.steps, st.warmup, bf16 ? "bf16" : "fp32", torch::get_num_threads(), st.cpu_clock ? "cpu" : "wall",
       compiled ? " --compile" : "");
-  std::cerr << fmt::format("bench train: {} PyTorch {} reference loop ({}{} + {} steps) ...\n", bf16 ? "bf16" : "fp32",
-                           compiled ? "torch.compile" : "eager", compiled ? "compilation, at least " : "", warmup, steps)
-            << std::flush;
+}
+
+// What `cmd` printed (stdout and stderr), and its exit status.
+std::string capture(const std::string& cmd, int& status) {
   FILE* p = popen(cmd.c_str(), "r");
   std::string out;
   char buf[4096];
   size_t n;
   while (p && (n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  int rc = p ? pclose(p) : -1;
+  status = p ? pclose(p) : -1;
+  return out;
+}
+
+// The reference's last line: a JSON object with tokens_per_s and loss (null when not finite).
+Reference parse_reference(const std::string& out, int status, const std::string& cmd, int warmup) {
   auto brace = out.rfind('{');
-  if (rc != 0 || brace == std::string::npos)
+  if (status != 0 || brace == std::string::npos)
     throw Error("the PyTorch reference loop failed: " + out, cmd, "check that the venv has torch (scripts/setup.sh), or pass --no-reference");
   const auto j = nlohmann::json::parse(out.substr(brace), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.contains("tokens_per_s"))
@@ -254,6 +282,16 @@ Reference time_pytorch(const std::string& python, const ModelConfig& mc, const H
   r.compile_s = j.value("compile_s", 0.0);
   r.warmup_steps = j.value("warmup_steps", warmup);
   return r;
+}
+
+Reference time_pytorch(const Settings& st, bool bf16, bool compiled) {
+  const std::string cmd = reference_command(st, bf16, compiled);
+  std::cerr << fmt::format("bench train: {} PyTorch {} reference loop ({}{} + {} steps) ...\n", bf16 ? "bf16" : "fp32",
+                           compiled ? "torch.compile" : "eager", compiled ? "compilation, at least " : "", st.warmup, st.steps)
+            << std::flush;
+  int status = 0;
+  const std::string out = capture(cmd, status);
+  return parse_reference(out, status, cmd, st.warmup);
 }
 
 const char* kUsage =
@@ -288,153 +326,229 @@ std::string attention_path(const std::string& backend, const HeadSchedule& s, co
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
+po::options_description bench_options() {
+  po::options_description o("Options");
+  o.add_options()
+      ("model", po::value<std::string>()->default_value("cpu-256"), "model preset")
+      ("vocab", po::value<int64_t>()->default_value(0), "vocabulary size (0: the preset's; 4096: the CPU study's compact vocabulary)")
+      ("heads", po::value<std::string>(), "Prism schedule (default: 2 layers of 4x-wide heads, 2 of 2x-wide, the rest the preset's; under 5 layers half 2x-wide, half the preset's)")
+      ("batch", po::value<int64_t>()->default_value(8), "micro-batch B")
+      ("seq", po::value<int64_t>()->default_value(256), "sequence length T")
+      ("steps", po::value<int>()->default_value(10), "timed steps")
+      ("warmup", po::value<int>()->default_value(3), "untimed warm-up steps")
+      ("dtype", po::value<std::string>()->default_value("auto"), "auto | fp32 | bf16 | both (auto: bf16 only with native bf16)")
+      ("backend", po::value<std::string>()->default_value("auto"), "attention back end")
+      ("threads", po::value<int>()->default_value(0), "intra-op threads (0: all cores)")
+      ("compare", po::value<std::string>()->default_value("eager"),
+       "PyTorch reference loops to time: eager | compiled (torch.compile) | both | none")
+      ("no-reference", po::bool_switch(), "same as --compare none")
+      ("profile-summary", po::bool_switch(), "profile a few more steps per dtype and arm and print where the time goes")
+      ("profile-top", po::value<int>()->default_value(12), "operations the profile summary lists by self time")
+      ("profile", po::value<std::string>(), "write a Chrome trace of the timed steps (uniform and Prism) to this file")
+      ("clock", po::value<std::string>()->default_value("wall"),
+       "wall, or cpu (process CPU time, for Prism and the PyTorch loops alike: steadier on a shared machine with --threads 1)")
+      ("reference-malloc", po::value<std::string>()->default_value("system"),
+       "system: the PyTorch loops run with the C library's allocator defaults, as a researcher runs them; prism: "
+       "with the setting Prism's own process makes (freed memory kept for reuse), for a like-for-like comparison")
+      ("python", po::value<std::string>()->default_value(reference_python()), "Python with torch for the reference");
+  return o;
+}
+
+// --model and --vocab.
+ModelConfig bench_model(const po::variables_map& vm) {
+  ModelConfig mc = model_preset(vm["model"].as<std::string>());
+  if (const int64_t v = vm["vocab"].as<int64_t>(); v != 0) {
+    if (v < 2) throw Error(fmt::format("--vocab {} is too small", v), "prism bench train", "give at least 2, or 0 for the preset's");
+    mc.vocab_size = v;
+  }
+  return mc;
+}
+
+// --heads, or by default 2 layers of 4x-wide heads, 2 of 2x, the rest narrow; a
+// model of under 5 layers gets half 2x-wide, half narrow.
+HeadSchedule bench_prism_schedule(const po::variables_map& vm, const ModelConfig& mc) {
+  const int base = mc.head_dim_base(), L = mc.n_layer;
+  HeadSchedule prism = vm.count("heads") ? HeadSchedule::parse(vm["heads"].as<std::string>())
+                       : L >= 5 ? HeadSchedule::from_staircase({{base * 4, 2}, {base * 2, 2}, {base, L - 4}}, mc.d_model)
+                       : L >= 2 ? HeadSchedule::from_staircase({{base * 2, L / 2}, {base, L - L / 2}}, mc.d_model)
+                                : HeadSchedule::uniform(L, mc.n_head);
+  require_valid_schedule(prism, mc.n_layer, mc.d_model, mc.n_head);
+  return prism;
+}
+
+// `value` if it is one of `choices`, else the error naming them.
+std::string choice(const po::variables_map& vm, const std::string& flag, const std::vector<std::string>& choices,
+                   const std::string& fix) {
+  const std::string v = vm[flag].as<std::string>();
+  if (std::find(choices.begin(), choices.end(), v) == choices.end())
+    throw Error(fmt::format("unknown --{} {}", flag, v), "prism bench train", fix);
+  return v;
+}
+
+// --dtype: fp32 first, then bf16 (auto: bf16 only where the CPU multiplies it natively).
+std::vector<bool> bench_dtypes(const std::string& dt) {
+  std::vector<bool> dtypes;
+  if (dt == "fp32" || dt == "both" || dt == "auto") dtypes.push_back(false);
+  if (dt == "bf16" || dt == "both" || (dt == "auto" && attention::cpu_has_native_bf16())) dtypes.push_back(true);
+  if (dtypes.empty()) throw Error("unknown --dtype " + dt, "prism bench train", "use auto, fp32, bf16 or both");
+  return dtypes;
+}
+
+void read_shape(const po::variables_map& vm, Settings& s) {
+  s.B = vm["batch"].as<int64_t>();
+  s.T = vm["seq"].as<int64_t>();
+  if (s.T > s.mc.block_size)
+    throw Error(fmt::format("--seq {} exceeds the model's block size {}", s.T, s.mc.block_size), "prism bench train", "lower --seq");
+  s.steps = vm["steps"].as<int>();
+  s.warmup = vm["warmup"].as<int>();
+  if (s.steps < 1 || s.warmup < 0)
+    throw Error("--steps must be at least 1 and --warmup at least 0", "prism bench train", "e.g. --steps 20 --warmup 3");
+}
+
+void read_references(const po::variables_map& vm, Settings& s) {
+  const std::string compare = vm["no-reference"].as<bool>()
+                                  ? "none"
+                                  : choice(vm, "compare", {"eager", "compiled", "both", "none"}, "use eager, compiled, both or none");
+  s.with_eager = compare == "eager" || compare == "both";
+  s.with_compiled = compare == "compiled" || compare == "both";
+  s.prism_malloc = choice(vm, "reference-malloc", {"system", "prism"}, "use system or prism") == "prism";
+  s.python = vm["python"].as<std::string>();
+}
+
+Settings read_settings(const po::variables_map& vm) {
+  Settings s;
+  s.model_name = vm["model"].as<std::string>();
+  s.mc = bench_model(vm);
+  read_shape(vm, s);
+  read_references(vm, s);
+  const int threads = vm["threads"].as<int>();
+  torch::set_num_threads(threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency()));
+  s.uniform = HeadSchedule::uniform(s.mc.n_layer, s.mc.n_head);
+  s.prism = bench_prism_schedule(vm, s.mc);
+  s.backend = vm["backend"].as<std::string>();
+  s.cpu_clock = choice(vm, "clock", {"wall", "cpu"}, "use wall or cpu") == "cpu";
+  s.dtype = vm["dtype"].as<std::string>();
+  s.dtypes = bench_dtypes(s.dtype);
+  s.profile_steps = vm["profile-summary"].as<bool>() ? std::min(s.steps, 5) : 0;
+  s.profile_top = vm["profile-top"].as<int>();
+  if (vm.count("profile")) s.profile = vm["profile"].as<std::string>();
+  return s;
+}
+
+// What runs where: machine, model, code paths, attention back ends, memory settings.
+void print_setup(const Settings& s, double flops_per_token) {
+  std::cout << "prism bench train: training steps (forward + backward + clip + AdamW), random tokens\n";
+  std::cout << "machine: " << machine_description() << "\n";
+  std::cout << fmt::format("model: {} ({} layers x {}, vocab {}), B={} T={}, {} timed steps after {} warm-up, attention {}\n",
+                           s.model_name, s.mc.n_layer, s.mc.d_model, s.mc.vocab_size, s.B, s.T, s.steps, s.warmup,
+                           s.backend);
+  std::cout << fmt::format("CPU code paths: fused attention kernel {} ({}); LM-head softmax and MLP bias + GELU "
+                           "kernels: Highway {}; residual add + LayerNorm: Highway {}; AdamW on bf16 working "
+                           "copies: Highway {}; LibTorch matmuls and SDPA: CPU capability {}\n",
+                           attention::default_cpu_code_path().name, attention::default_cpu_code_path().description,
+                           bias_gelu_cpu_target(), layer_norm_cpu_target(), adamw_cpu_target(),
+                           at::get_cpu_capability());
+  for (bool bf16 : s.dtypes)
+    std::cout << fmt::format("attention '{}' in {}: uniform -> {}; Prism -> {}\n", s.backend, bf16 ? "bf16" : "fp32",
+                             attention_path(s.backend, s.uniform, s.mc, bf16), attention_path(s.backend, s.prism, s.mc, bf16));
+  if (const std::string cache = reference_inductor_cache(); !cache.empty() && s.with_compiled)
+    std::cout << fmt::format("torch.compile cache: {} (its own for these ISA caps: PyTorch's cache mixes them up)\n",
+                             cache);
+  std::cout << fmt::format("host memory: Prism: {}; PyTorch reference: {}\n", keep_freed_host_memory().reason,
+                           s.prism_malloc ? fmt::format("GLIBC_TUNABLES={}", kKeepFreedHostMemoryTunables)
+                                          : "the C library's defaults (--reference-malloc prism: Prism's setting)");
+  if (s.dtype == "auto" && !attention::cpu_has_native_bf16())
+    std::cout << "bf16: skipped: this CPU has no native bf16 (AVX512-BF16), so LibTorch's bf16 matmuls would run "
+                 "a fallback far slower than fp32; --dtype bf16 runs it anyway\n";
+  std::cout << fmt::format("training FLOPs per token (6N + attention, as nanoGPT counts): {:.3f} GFLOP\n\n", flops_per_token / 1e9);
+  std::cout << fmt::format("{:<5} {:<36} {:>10} {:>9} {:>11} {:>11} {:>12}\n", "dtype", "run", "tokens/s", "vs eager",
+                           "vs compiled", "vs uniform", "MFU");
+}
+
+// The PyTorch reference loops of one dtype, with the peak rounds between them.
+struct References {
+  Reference eager, compiled;
+};
+
+References time_references(const Settings& s, bool bf16, PeakMeter& peak, std::vector<std::string>& notes) {
+  const char* name = bf16 ? "bf16" : "fp32";
+  References r;
+  if (s.with_eager)
+    r.eager = time_pytorch(s, bf16, /*compiled=*/false);
+  peak.round();
+  if (s.with_compiled) {
+    r.compiled = time_pytorch(s, bf16, /*compiled=*/true);
+    notes.push_back(fmt::format("{}: torch.compile took {:.1f} s beyond {} ordinary steps ({} warm-up steps until compiled)",
+                                name, r.compiled.compile_s, r.compiled.warmup_steps, r.compiled.warmup_steps));
+  }
+  for (const auto* ref : {&r.eager, &r.compiled})
+    if (ref->m.tokens_per_s > 0 && !ref->loss_finite)
+      notes.push_back(fmt::format(
+          "{}: warning: the PyTorch {} loop's loss was not finite (NaN or inf): its code computed garbage on "
+          "this machine's settings, so its tokens/s and the ratios against it are suspect",
+          name, ref == &r.eager ? "eager" : "torch.compile"));
+  return r;
+}
+
+std::string ratio_to(const Reference& r, double tokens_per_s) {
+  return r.m.tokens_per_s > 0 ? fmt::format("{:.2f}x", tokens_per_s / r.m.tokens_per_s) : std::string("-");
+}
+
+// The table's rows of one dtype and the peak they are measured against.
+void print_rows(const Settings& s, bool bf16, const References& refs, const PairResult& pair, const PeakMeter& peak,
+                double flops_per_token) {
+  const char* name = bf16 ? "bf16" : "fp32";
+  auto row = [&](const std::string& run, double tps, const std::string& vs_u) {
+    std::cout << fmt::format("{:<5} {:<36} {:>10.0f} {:>9} {:>11} {:>11} {:>12}\n", name, run, tps,
+                             ratio_to(refs.eager, tps), ratio_to(refs.compiled, tps), vs_u,
+                             mfu_text(tps, flops_per_token, peak.best()));
+  };
+  if (s.with_eager) row("PyTorch eager, uniform", refs.eager.m.tokens_per_s, "");
+  if (s.with_compiled) row("PyTorch torch.compile, uniform", refs.compiled.m.tokens_per_s, "");
+  row("Prism C++, uniform " + s.uniform.compact(), pair.uniform.tokens_per_s, "1.00x");
+  row("Prism C++, " + s.prism.compact(), pair.prism.tokens_per_s, fmt::format("{:.3f}x", pair.ratio));
+  std::cout << fmt::format("{:<5} matmul peak measured here: {:.1f} GFLOP/s ({}^3 {} mm, best of {} rounds between the runs and steps)\n\n",
+                           "", peak.best() / 1e9, peak.n(), name, peak.rounds());
+}
+
+// One dtype: the reference loops, then uniform and Prism taking turns, peak rounds
+// between them; prints its rows and returns its profile summaries (if asked).
+std::vector<std::string> bench_dtype(const Settings& s, bool bf16, double flops_per_token, std::vector<std::string>& notes) {
+  PeakMeter peak(bf16 ? torch::kBFloat16 : torch::kFloat, s.cpu_clock);
+  peak.round(3);
+  const References refs = time_references(s, bf16, peak, notes);
+  peak.round();
+  const std::string trace = s.profile.empty() ? "" : s.profile + (bf16 ? ".bf16.json" : ".fp32.json");
+  const auto pair = time_pair(s, bf16, trace, peak);
+  peak.round();
+  print_rows(s, bf16, refs, pair, peak, flops_per_token);
+  if (s.profile_steps == 0) return {};
+  const char* name = bf16 ? "bf16" : "fp32";
+  return {pair.uniform_profile.format(fmt::format("{} Prism C++, uniform {}", name, s.uniform.compact()), s.profile_top),
+          pair.prism_profile.format(fmt::format("{} Prism C++, {}", name, s.prism.compact()), s.profile_top)};
+}
+
+void print_footer(const Settings& s, const std::vector<std::string>& notes, const std::vector<std::string>& profiles) {
+  for (const auto& n : notes) std::cout << n << "\n";
+  std::cout << fmt::format("Prism and uniform steps take turns; vs uniform is the median over the {} timed steps of the "
+                           "paired {} time ratios.\n",
+                           s.steps, s.cpu_clock ? "process-CPU" : "wall-clock");
+  std::cout << "MFU = tokens/s x training FLOPs per token / measured matmul peak of the same dtype; above 100% it is "
+               "flagged as n/a: the peak rounds were slowed (contention), not a result.\n";
+  for (const auto& p : profiles) std::cout << "\n" << p;
+}
+
 int run(const std::vector<std::string>& args) {
   return guarded("bench train", [&]() -> int {
-    po::options_description o("Options");
-    o.add_options()
-        ("model", po::value<std::string>()->default_value("cpu-256"), "model preset")
-        ("vocab", po::value<int64_t>()->default_value(0), "vocabulary size (0: the preset's; 4096: the CPU study's compact vocabulary)")
-        ("heads", po::value<std::string>(), "Prism schedule (default: 2 layers of 4x-wide heads, 2 of 2x-wide, the rest the preset's; under 5 layers half 2x-wide, half the preset's)")
-        ("batch", po::value<int64_t>()->default_value(8), "micro-batch B")
-        ("seq", po::value<int64_t>()->default_value(256), "sequence length T")
-        ("steps", po::value<int>()->default_value(10), "timed steps")
-        ("warmup", po::value<int>()->default_value(3), "untimed warm-up steps")
-        ("dtype", po::value<std::string>()->default_value("auto"), "auto | fp32 | bf16 | both (auto: bf16 only with native bf16)")
-        ("backend", po::value<std::string>()->default_value("auto"), "attention back end")
-        ("threads", po::value<int>()->default_value(0), "intra-op threads (0: all cores)")
-        ("compare", po::value<std::string>()->default_value("eager"),
-         "PyTorch reference loops to time: eager | compiled (torch.compile) | both | none")
-        ("no-reference", po::bool_switch(), "same as --compare none")
-        ("profile-summary", po::bool_switch(), "profile a few more steps per dtype and arm and print where the time goes")
-        ("profile-top", po::value<int>()->default_value(12), "operations the profile summary lists by self time")
-        ("profile", po::value<std::string>(), "write a Chrome trace of the timed steps (uniform and Prism) to this file")
-        ("clock", po::value<std::string>()->default_value("wall"),
-         "wall, or cpu (process CPU time, for Prism and the PyTorch loops alike: steadier on a shared machine with --threads 1)")
-        ("reference-malloc", po::value<std::string>()->default_value("system"),
-         "system: the PyTorch loops run with the C library's allocator defaults, as a researcher runs them; prism: "
-         "with the setting Prism's own process makes (freed memory kept for reuse), for a like-for-like comparison")
-        ("python", po::value<std::string>()->default_value(reference_python()), "Python with torch for the reference");
-    po::positional_options_description pos;
     po::variables_map vm;
-    if (!parse("bench train", kUsage, o, pos, args, vm)) return 0;
-    ModelConfig mc = model_preset(vm["model"].as<std::string>());
-    if (const int64_t v = vm["vocab"].as<int64_t>(); v != 0) {
-      if (v < 2) throw Error(fmt::format("--vocab {} is too small", v), "prism bench train", "give at least 2, or 0 for the preset's");
-      mc.vocab_size = v;
-    }
-    const int64_t B = vm["batch"].as<int64_t>(), T = vm["seq"].as<int64_t>();
-    if (T > mc.block_size) throw Error(fmt::format("--seq {} exceeds the model's block size {}", T, mc.block_size), "prism bench train", "lower --seq");
-    const int steps = vm["steps"].as<int>(), warmup = vm["warmup"].as<int>();
-    if (steps < 1 || warmup < 0)
-      throw Error("--steps must be at least 1 and --warmup at least 0", "prism bench train", "e.g. --steps 20 --warmup 3");
-    const std::string compare = vm["no-reference"].as<bool>() ? "none" : vm["compare"].as<std::string>();
-    if (compare != "eager" && compare != "compiled" && compare != "both" && compare != "none")
-      throw Error("unknown --compare " + compare, "prism bench train", "use eager, compiled, both or none");
-    int threads = vm["threads"].as<int>();
-    torch::set_num_threads(threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency()));
-    HeadSchedule uniform = HeadSchedule::uniform(mc.n_layer, mc.n_head);
-    // Default: 2 layers of 4x-wide heads, 2 of 2x, the rest narrow; a model of
-    // under 5 layers gets half 2x-wide, half narrow.
-    const int base = mc.head_dim_base(), L = mc.n_layer;
-    HeadSchedule prism = vm.count("heads") ? HeadSchedule::parse(vm["heads"].as<std::string>())
-                         : L >= 5 ? HeadSchedule::from_staircase({{base * 4, 2}, {base * 2, 2}, {base, L - 4}}, mc.d_model)
-                         : L >= 2 ? HeadSchedule::from_staircase({{base * 2, L / 2}, {base, L - L / 2}}, mc.d_model)
-                                  : HeadSchedule::uniform(L, mc.n_head);
-    require_valid_schedule(prism, mc.n_layer, mc.d_model, mc.n_head);
-    const std::string backend = vm["backend"].as<std::string>();
-    const std::string clock = vm["clock"].as<std::string>();
-    if (clock != "wall" && clock != "cpu") throw Error("unknown --clock " + clock, "prism bench train", "use wall or cpu");
-    const bool cpu_clock = clock == "cpu";
-    const std::string ref_malloc = vm["reference-malloc"].as<std::string>();
-    if (ref_malloc != "system" && ref_malloc != "prism")
-      throw Error("unknown --reference-malloc " + ref_malloc, "prism bench train", "use system or prism");
-    const bool prism_malloc = ref_malloc == "prism";
-    const std::string dt = vm["dtype"].as<std::string>();
-    std::vector<bool> dtypes;
-    if (dt == "fp32" || dt == "both" || dt == "auto") dtypes.push_back(false);
-    if (dt == "bf16" || dt == "both" || (dt == "auto" && attention::cpu_has_native_bf16())) dtypes.push_back(true);
-    if (dtypes.empty()) throw Error("unknown --dtype " + dt, "prism bench train", "use auto, fp32, bf16 or both");
-    const bool with_eager = compare == "eager" || compare == "both", with_compiled = compare == "compiled" || compare == "both";
-    const int profile_steps = vm["profile-summary"].as<bool>() ? std::min(steps, 5) : 0;
-
-    const double flops_per_token = model_cost(mc, uniform, static_cast<int>(T)).train_flops_per_token;
-    std::cout << "prism bench train: training steps (forward + backward + clip + AdamW), random tokens\n";
-    std::cout << "machine: " << machine_description() << "\n";
-    std::cout << fmt::format("model: {} ({} layers x {}, vocab {}), B={} T={}, {} timed steps after {} warm-up, attention {}\n",
-                             vm["model"].as<std::string>(), mc.n_layer, mc.d_model, mc.vocab_size, B, T, steps, warmup, backend);
-    std::cout << fmt::format("CPU code paths: fused attention kernel {} ({}); LM-head softmax and MLP bias + GELU "
-                             "kernels: Highway {}; residual add + LayerNorm: Highway {}; AdamW on bf16 working "
-                             "copies: Highway {}; LibTorch matmuls and SDPA: CPU capability {}\n",
-                             attention::default_cpu_code_path().name, attention::default_cpu_code_path().description,
-                             bias_gelu_cpu_target(), layer_norm_cpu_target(), adamw_cpu_target(),
-                             at::get_cpu_capability());
-    for (bool bf16 : dtypes)
-      std::cout << fmt::format("attention '{}' in {}: uniform -> {}; Prism -> {}\n", backend, bf16 ? "bf16" : "fp32",
-                               attention_path(backend, uniform, mc, bf16), attention_path(backend, prism, mc, bf16));
-    if (const std::string cache = reference_inductor_cache(); !cache.empty() && with_compiled)
-      std::cout << fmt::format("torch.compile cache: {} (its own for these ISA caps: PyTorch's cache mixes them up)\n",
-                               cache);
-    std::cout << fmt::format("host memory: Prism: {}; PyTorch reference: {}\n", keep_freed_host_memory().reason,
-                             prism_malloc ? fmt::format("GLIBC_TUNABLES={}", kKeepFreedHostMemoryTunables)
-                                          : "the C library's defaults (--reference-malloc prism: Prism's setting)");
-    if (dt == "auto" && !attention::cpu_has_native_bf16())
-      std::cout << "bf16: skipped: this CPU has no native bf16 (AVX512-BF16), so LibTorch's bf16 matmuls would run "
-                   "a fallback far slower than fp32; --dtype bf16 runs it anyway\n";
-    std::cout << fmt::format("training FLOPs per token (6N + attention, as nanoGPT counts): {:.3f} GFLOP\n\n", flops_per_token / 1e9);
-    std::cout << fmt::format("{:<5} {:<36} {:>10} {:>9} {:>11} {:>11} {:>12}\n", "dtype", "run", "tokens/s", "vs eager",
-                             "vs compiled", "vs uniform", "MFU");
+    if (!parse("bench train", kUsage, bench_options(), {}, args, vm)) return 0;
+    const Settings s = read_settings(vm);
+    const double flops_per_token = model_cost(s.mc, s.uniform, static_cast<int>(s.T)).train_flops_per_token;
+    print_setup(s, flops_per_token);
     std::vector<std::string> profiles, notes;
-    for (bool bf16 : dtypes) {
-      const char* name = bf16 ? "bf16" : "fp32";
-      PeakMeter peak(bf16 ? torch::kBFloat16 : torch::kFloat, cpu_clock);
-      peak.round(3);
-      Reference eager, compiled;
-      if (with_eager) eager = time_pytorch(vm["python"].as<std::string>(), mc, uniform, bf16, B, T, steps, warmup, false, cpu_clock, prism_malloc);
-      peak.round();
-      if (with_compiled) {
-        compiled = time_pytorch(vm["python"].as<std::string>(), mc, uniform, bf16, B, T, steps, warmup, true, cpu_clock, prism_malloc);
-        notes.push_back(fmt::format("{}: torch.compile took {:.1f} s beyond {} ordinary steps ({} warm-up steps until compiled)",
-                                    name, compiled.compile_s, compiled.warmup_steps, compiled.warmup_steps));
-      }
-      for (const auto* ref : {&eager, &compiled})
-        if (ref->m.tokens_per_s > 0 && !ref->loss_finite)
-          notes.push_back(fmt::format(
-              "{}: warning: the PyTorch {} loop's loss was not finite (NaN or inf): its code computed garbage on "
-              "this machine's settings, so its tokens/s and the ratios against it are suspect",
-              name, ref == &eager ? "eager" : "torch.compile"));
-      peak.round();
-      const auto pair = time_pair(mc, uniform, prism, backend, bf16, B, T, steps, warmup, cpu_clock,
-                                  vm.count("profile") ? vm["profile"].as<std::string>() + (bf16 ? ".bf16.json" : ".fp32.json") : "",
-                                  peak, profile_steps);
-      peak.round();
-      const double pk = peak.best();
-      auto vs = [](const Reference& r, double v) {
-        return r.m.tokens_per_s > 0 ? fmt::format("{:.2f}x", v / r.m.tokens_per_s) : std::string("-");
-      };
-      auto row = [&](const std::string& run, double tps, const std::string& vs_u) {
-        std::cout << fmt::format("{:<5} {:<36} {:>10.0f} {:>9} {:>11} {:>11} {:>12}\n", name, run, tps, vs(eager, tps),
-                                 vs(compiled, tps), vs_u, mfu_text(tps, flops_per_token, pk));
-      };
-      if (with_eager) row("PyTorch eager, uniform", eager.m.tokens_per_s, "");
-      if (with_compiled) row("PyTorch torch.compile, uniform", compiled.m.tokens_per_s, "");
-      row("Prism C++, uniform " + uniform.compact(), pair.uniform.tokens_per_s, "1.00x");
-      row("Prism C++, " + prism.compact(), pair.prism.tokens_per_s, fmt::format("{:.3f}x", pair.ratio));
-      std::cout << fmt::format("{:<5} matmul peak measured here: {:.1f} GFLOP/s ({}^3 {} mm, best of {} rounds between the runs and steps)\n\n",
-                               "", pk / 1e9, peak.n(), name, peak.rounds());
-      if (profile_steps > 0) {
-        const int top = vm["profile-top"].as<int>();
-        profiles.push_back(
-            pair.uniform_profile.format(fmt::format("{} Prism C++, uniform {}", name, uniform.compact()), top));
-        profiles.push_back(pair.prism_profile.format(fmt::format("{} Prism C++, {}", name, prism.compact()), top));
-      }
-    }
-    for (const auto& n : notes) std::cout << n << "\n";
-    std::cout << fmt::format("Prism and uniform steps take turns; vs uniform is the median over the {} timed steps of the "
-                             "paired {} time ratios.\n",
-                             steps, cpu_clock ? "process-CPU" : "wall-clock");
-    std::cout << "MFU = tokens/s x training FLOPs per token / measured matmul peak of the same dtype; above 100% it is "
-                 "flagged as n/a: the peak rounds were slowed (contention), not a result.\n";
-    for (const auto& p : profiles) std::cout << "\n" << p;
+    for (bool bf16 : s.dtypes)
+      for (auto& p : bench_dtype(s, bf16, flops_per_token, notes)) profiles.push_back(std::move(p));
+    print_footer(s, notes, profiles);
     return 0;
   });
 }

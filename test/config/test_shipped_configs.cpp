@@ -55,3 +55,18 @@ TEST_CASE("shipped sweep files plan, and every trial's schedule follows every gu
     }
   }
 }
+
+TEST_CASE("study files name their dtype, so their results do not depend on the machine", "[config][shipped][sweep]") {
+  // dtype auto measures the faster dtype here (train/cpu_dtype_probe.h): two machines
+  // would then train a study's arms in different precisions.
+  const auto files = yaml_files("experiments/study");
+  REQUIRE(files.size() >= 4);
+  for (const auto& file : files) {
+    const SweepPlan plan = plan_sweep(file, {});
+    for (const auto& t : plan.trials) {
+      INFO(file << ": trial " << t.name);
+      const Config c = parse_config(YAML::Load(t.config), t.name);
+      CHECK(c.train.dtype != "auto");
+    }
+  }
+}

@@ -193,7 +193,7 @@ TEST_CASE("the shipped experiments compose: every group option, study files and 
   }
   auto study = load_config(root + "/cpu-prism.yaml");
   CHECK(study.schedule.heads() == std::vector<int>{1, 1, 4, 4, 4, 4});
-  CHECK(study.data.dir == "data/cache/austen");
+  CHECK(study.data.dir == "data/cache/austen-bpe");
   CHECK(load_config(root + "/cpu-prism.yaml", {"schedule=uniform", "~schedule.heads"}).schedule.is_uniform());
   CHECK(load_config(root + "/prism-124m.yaml").schedule == HeadSchedule::parse("3x3,6x3,12x6"));
   auto cpu = plan_sweep(root + "/sweeps/cpu-schedules.yaml");

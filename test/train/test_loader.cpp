@@ -286,3 +286,29 @@ TEST_CASE("loader: find_shards follows llm.c's naming, and shard 0 is val withou
   std::filesystem::remove(val[0]);
   CHECK_THROWS_WITH(find_shards(dir.path(), "val"), Catch::Contains("no val shards"));
 }
+
+TEST_CASE("loader: a missing or empty corpus names the recipe that makes it", "[data]") {
+  // As a user meets it: README's corpus not prepared yet, from the repository root.
+  TempDir root("prism-loader-recipe");
+  std::filesystem::create_directories(root.file("data/recipes"));
+  std::filesystem::create_directories(root.file("data/cache/novels"));  // text fetched, no shards yet
+  test::write_file(root.file("data/recipes/novels-bpe.yaml"),
+                   "name: novels\ninput: ../cache/novels/text\noutput: ../cache/novels-bpe\nvocab_size: 512\n");
+  test::write_file(root.file("data/recipes/novels.yaml"), "input: ../cache/novels/text\noutput: ../cache/novels\n");
+  test::write_file(root.file("data/recipes/broken.yaml"), "input: [\n");
+  const auto before = std::filesystem::current_path();
+  std::filesystem::current_path(root.path());
+  struct Restore {
+    std::filesystem::path p;
+    ~Restore() { std::filesystem::current_path(p); }
+  } restore{before};
+  CHECK_THROWS_WITH(find_shards("data/cache/novels", "train"),
+                    Catch::Contains("no .bin token shards") && Catch::Contains("`prism data prepare --recipe novels`"));
+  CHECK_THROWS_WITH(find_shards("data/cache/novels-bpe", "val"),
+                    Catch::Contains("data directory not found") &&
+                        Catch::Contains("`prism data prepare --recipe novels-bpe`"));
+  CHECK_THROWS_WITH(find_shards(root.file("data/cache/novels-bpe"), "val"),  // the same directory, spelled absolute
+                    Catch::Contains("--recipe novels-bpe"));
+  CHECK_THROWS_WITH(find_shards("data/cache/other", "val"),
+                    Catch::Contains("not found") && Catch::Contains("prism data prepare") && !Catch::Contains("--recipe novels"));
+}

@@ -614,4 +614,30 @@ PrepareOptions load_recipe(const std::string& name_or_path) {
   return o;
 }
 
+std::optional<std::string> recipe_for_output(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory("data/recipes", ec)) return std::nullopt;
+  const fs::path want = fs::weakly_canonical(dir, ec);
+  std::vector<fs::path> recipes;
+  for (const auto& e : fs::directory_iterator("data/recipes", ec))
+    if (e.path().extension() == ".yaml") recipes.push_back(e.path());
+  std::sort(recipes.begin(), recipes.end());
+  for (const auto& r : recipes) {
+    try {
+      if (fs::weakly_canonical(load_recipe(r.string()).output, ec) == want) return r.stem().string();
+    } catch (const std::exception&) {
+      // a broken recipe names nothing; `prism data prepare --recipe` reports it when used
+    }
+  }
+  return std::nullopt;
+}
+
+std::string prepare_hint(const std::string& dir) {
+  if (const auto name = recipe_for_output(dir))
+    return fmt::format("prepare it with `prism data prepare --recipe {}` (data/recipes/{}.yaml writes this directory; "
+                       "from the repository root)",
+                       *name, *name);
+  return "prepare the data with `prism data prepare` (e.g. --recipe austen-bpe), or give a directory of llm.c shards";
+}
+
 }  // namespace prism

@@ -78,6 +78,14 @@ PrepareSummary prepare_corpus(const PrepareOptions& opt);
 // recipe are relative to the recipe file.
 PrepareOptions load_recipe(const std::string& name_or_path);
 
+// The recipe under data/recipes/ (of the current directory) whose output is `dir`,
+// by name, if there is one: for errors that say how to make a missing corpus.
+std::optional<std::string> recipe_for_output(const std::string& dir);
+
+// How to make `dir`'s shards, for an error's fix: `prism data prepare --recipe NAME`
+// when a recipe writes it, else the general advice.
+std::string prepare_hint(const std::string& dir);
+
 // The text files of `inputs`: files as given, directories as every *.txt below
 // them (sorted by path). Throws prism::Error for a missing input (with
 // `fetch_hint` as the fix when there is one) or an empty directory.

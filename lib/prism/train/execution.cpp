@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "prism/model/placement.h"
+#include "prism/train/cpu_dtype_probe.h"
 
 namespace prism {
 
@@ -24,6 +25,24 @@ std::string Execution::describe() const {
                      bf16 ? "bf16 autocast (fp32 master weights)" : tf32 ? "fp32 (TF32 matmuls)" : "fp32");
 }
 
+namespace {
+
+void resolve_dtype(const std::string& dtype, Execution& e) {
+  if (dtype != "auto") {
+    e.bf16 = dtype == "bf16";
+    e.dtype_reason = fmt::format("{}, as train.dtype says", dtype);
+  } else if (e.device.is_cuda()) {
+    e.bf16 = true;
+    e.dtype_reason = "auto -> bf16 on a GPU";
+  } else {
+    const CpuDtypeChoice c = choose_cpu_dtype();
+    e.bf16 = c.bf16;
+    e.dtype_reason = c.reason;
+  }
+}
+
+}  // namespace
+
 Execution resolve_execution(const TrainConfig& t) {
   Execution e;
   e.device = resolve_device(t.device, "train.device");
@@ -31,9 +50,7 @@ Execution resolve_execution(const TrainConfig& t) {
   e.threads = t.threads > 0 ? t.threads : cores;
   torch::set_num_threads(e.threads);
   e.threads = torch::get_num_threads();
-  bool native_bf16 = e.device.is_cuda() ? true : cpu_supports_bf16();
-  if (t.dtype == "bf16") e.bf16 = true;
-  else if (t.dtype == "auto") e.bf16 = native_bf16;
+  resolve_dtype(t.dtype, e);
   // fp32 matmuls on a GPU run as TF32 (10-bit mantissa products, fp32 accumulation), as
   // PyTorch's float32_matmul_precision("high"); NVIDIA_TF32_OVERRIDE=0 turns it off.
   e.tf32 = e.device.is_cuda();

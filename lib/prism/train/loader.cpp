@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "prism/data/prepare.h"
 #include "prism/data/shard.h"
 #include "prism/data/shuffle.h"
 #include "prism/error.h"
@@ -174,15 +175,13 @@ std::vector<std::string> find_shards(const std::string& dir, const std::string& 
     throw Error("unknown split '" + split + "'", dir, "ask for \"train\" or \"val\"");
   std::error_code ec;
   if (!fs::is_directory(dir, ec))
-    throw Error("data directory not found", dir,
-                "prepare one with `prism data prepare` (e.g. --recipe austen after data/get-corpus.sh), or give the "
-                "directory of llm.c shards");
+    throw Error("data directory not found", dir, prepare_hint(dir));
   std::vector<std::string> all;
   for (const auto& e : fs::directory_iterator(dir))
     if (e.is_regular_file() && e.path().extension() == ".bin") all.push_back(e.path().string());
   std::sort(all.begin(), all.end());
   if (all.empty())
-    throw Error("no .bin token shards in the directory", dir, "prepare the data with `prism data prepare` first");
+    throw Error("no .bin token shards in the directory", dir, prepare_hint(dir));
   auto named = [](const std::string& p, const std::string& s) {  // fineweb_val_000000.bin, tiny_shakespeare_val.bin
     std::string stem = fs::path(p).stem().string(), tag = "_" + s;
     return stem.find(tag + "_") != std::string::npos ||

@@ -172,6 +172,7 @@ class Loop {
     else std::cout << s << std::endl;
   }
   void setup();
+  void take_root_dtype();
   void build();
   void prepare_run_dir();
   void resume();
@@ -264,10 +265,23 @@ void Loop::setup() {
   exec_ = resolve_execution(c_.train);
   place_rank(exec_, c_.train);
   group_ = ProcessGroup::from_environment(exec_.device);
+  if (group_->distributed() && c_.train.dtype == "auto") take_root_dtype();
   shape_ = step_shape(c_.train, group_->world_size());
   on_every_rank(*group_, [&] { build(); });
   st_.world_size = group_->world_size();
   if (group_->distributed()) start_data_parallel();
+}
+
+// dtype auto measured on each rank may differ between ranks (one measured under load):
+// every rank trains in rank 0's choice.
+void Loop::take_root_dtype() {
+  auto flag = torch::tensor({exec_.bf16 ? 1 : 0}, torch::TensorOptions().dtype(torch::kInt).device(exec_.device));
+  group_->broadcast({flag});
+  const bool root_bf16 = flag.item<int>() != 0;
+  if (root_bf16 == exec_.bf16) return;
+  exec_.bf16 = root_bf16;
+  exec_.dtype_reason = fmt::format("auto -> {}, rank 0's choice (this rank measured: {})", root_bf16 ? "bf16" : "fp32",
+                                   exec_.dtype_reason);
 }
 
 // The run directory, model, optimizer, data and run store: fresh, or resumed from
@@ -339,6 +353,7 @@ void Loop::log_start() const {
   log(fmt::format("run: {} | {} | attention {} | {} steps x {} tokens ({} micro-batch{} of {}x{})", o_.run_dir,
                   exec_.describe(), c_.attention.backend, c_.train.max_steps, shape_.step_tokens, shape_.accum,
                   shape_.accum == 1 ? "" : "es", c_.train.batch_size, c_.train.seq_len));
+  log("dtype: " + exec_.dtype_reason);
   log(fmt::format("data: {} train tokens, {} validation batches, vocabulary {} ids ({}){}",
                   format_count(static_cast<double>(data_.train->tokens())), data_.val_batches, c_.model.vocab_size,
                   vocab_path_for(c_),
