@@ -11,8 +11,8 @@
 #                        distance only); --no-post to report what is there
 #     --set key=value    an override of the post file (repeatable), e.g. --set task_dir=/scratch/tasks
 #     --title TEXT       the report's title
-#     --bench-steps N    timed steps per arm of each throughput bench (default 20; about
-#                        a minute per schedule at width 128 on one core); --no-bench: none
+#     --bench-steps N    timed steps per arm of each throughput bench (default 20: about
+#                        20 s per schedule at width 128 on one Xeon core); --no-bench: none
 #   scripts/study-report.sh            the CPU study: docs/results/cpu-study from every
 #                                      sweeps/cpu-study-* directory (search sweeps before
 #                                      their -grid copies: a run in both is reported once)
