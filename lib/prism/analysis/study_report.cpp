@@ -456,31 +456,44 @@ StudyReport build_study_report(Study study, const ReportOptions& o) {
   return rep;
 }
 
+namespace {
+
+// The report's tables, their columns named, no rows yet.
+struct ReportTables {
+  Table loss, paired, miles, zero, thr, delta, curves, figures;
+  ReportTables() {
+    loss.columns = {"scale", "schedule", "heads", "settings", "parameters", "seeds", "val_loss_mean", "val_loss_ci_lo",
+                    "val_loss_ci_hi", "val_loss_sd_seeds", "val_loss_se_run", "unigram_val_loss", "diff_vs_uniform",
+                    "diff_ci_lo", "diff_ci_hi", "diff_p", "diff_p_holm", "diff_method", "diff_pairs", "diff_runs",
+                    "diff_baseline_runs", "confidence"};
+    paired.columns = {"scale", "schedule", "settings", "seed", "val_loss", "uniform_val_loss", "diff", "unigram_val_loss"};
+    miles.columns = {"scale", "schedule", "settings", "milestone", "level", "reached", "runs", "steps", "steps_ci_lo",
+                     "steps_ci_hi", "tokens", "steps_ratio_to_uniform", "ratio_ci_lo", "ratio_ci_hi", "ratio_pairs",
+                     "unigram_val_loss"};
+    zero.columns = {"scale", "schedule", "settings", "task", "seeds", "n", "acc", "acc_stderr", "acc_norm",
+                    "acc_norm_stderr", "acc_norm_diff_vs_uniform", "seed_pairs_tested", "item_comparisons",
+                    "only_this_right", "only_uniform_right", "mcnemar_p", "mcnemar_p_holm"};
+    thr.columns = {"scale", "schedule", "settings", "measured", "dtype", "uniform_tokens_per_s", "tokens_per_s",
+                   "ratio_to_uniform", "machine", "command", "note"};
+    delta.columns = {"scale", "schedule", "settings", "layer", "heads", "baseline_heads", "head_dim", "transition",
+                     "prism", "uniform", "delta", "batch_ci_lo", "batch_ci_hi", "seed_method", "seed_pairs",
+                     "seed_ci_lo", "seed_ci_hi", "seed_p", "seed_p_holm", "prism_normalized", "uniform_normalized",
+                     "delta_normalized", "batch_ci_normalized_lo", "batch_ci_normalized_hi", "seed_ci_normalized_lo",
+                     "seed_ci_normalized_hi", "seed_p_normalized", "seed_p_holm_normalized", "prism_runs",
+                     "baseline_runs"};
+    curves.columns = {"scale", "schedule", "settings", "run", "seed", "step", "tokens", "loss", "loss_se",
+                      "unigram_val_loss"};
+    figures.columns = {"file", "kind", "scale", "schedule", "title"};
+  }
+};
+
+}  // namespace
+
 std::vector<std::pair<std::string, Table>> report_tables(const StudyReport& rep) {
   const double conf = rep.options.confidence;
-  Table loss, paired, miles, zero, thr, delta, curves, figures;
-  loss.columns = {"scale", "schedule", "heads", "settings", "parameters", "seeds", "val_loss_mean", "val_loss_ci_lo",
-                  "val_loss_ci_hi", "val_loss_sd_seeds", "val_loss_se_run", "unigram_val_loss", "diff_vs_uniform",
-                  "diff_ci_lo", "diff_ci_hi", "diff_p", "diff_p_holm", "diff_method", "diff_pairs", "diff_runs",
-                  "diff_baseline_runs", "confidence"};
-  paired.columns = {"scale", "schedule", "settings", "seed", "val_loss", "uniform_val_loss", "diff", "unigram_val_loss"};
-  miles.columns = {"scale", "schedule", "settings", "milestone", "level", "reached", "runs", "steps", "steps_ci_lo",
-                   "steps_ci_hi", "tokens", "steps_ratio_to_uniform", "ratio_ci_lo", "ratio_ci_hi", "ratio_pairs",
-                   "unigram_val_loss"};
-  zero.columns = {"scale", "schedule", "settings", "task", "seeds", "n", "acc", "acc_stderr", "acc_norm",
-                  "acc_norm_stderr", "acc_norm_diff_vs_uniform", "seed_pairs_tested", "item_comparisons",
-                  "only_this_right", "only_uniform_right", "mcnemar_p", "mcnemar_p_holm"};
-  thr.columns = {"scale", "schedule", "settings", "measured", "dtype", "uniform_tokens_per_s", "tokens_per_s",
-                 "ratio_to_uniform", "machine", "command", "note"};
-  delta.columns = {"scale", "schedule", "settings", "layer", "heads", "baseline_heads", "head_dim", "transition",
-                   "prism", "uniform", "delta", "batch_ci_lo", "batch_ci_hi", "seed_method", "seed_pairs",
-                   "seed_ci_lo", "seed_ci_hi", "seed_p", "seed_p_holm", "prism_normalized", "uniform_normalized",
-                   "delta_normalized", "batch_ci_normalized_lo", "batch_ci_normalized_hi", "seed_ci_normalized_lo",
-                   "seed_ci_normalized_hi", "seed_p_normalized", "seed_p_holm_normalized", "prism_runs",
-                   "baseline_runs"};
-  curves.columns = {"scale", "schedule", "settings", "run", "seed", "step", "tokens", "loss", "loss_se",
-                    "unigram_val_loss"};
-  figures.columns = {"file", "kind", "scale", "schedule", "title"};
+  ReportTables tables;
+  Table &loss = tables.loss, &paired = tables.paired, &miles = tables.miles, &zero = tables.zero, &thr = tables.thr,
+        &delta = tables.delta, &curves = tables.curves, &figures = tables.figures;
   for (const auto& s : rep.scales) {
     const StudyScale& sc = *s.scale;
     const double unigram = sc.unigrams.size() == 1 ? sc.unigrams.front() : kNaN;
@@ -492,9 +505,8 @@ std::vector<std::pair<std::string, Table>> report_tables(const StudyReport& rep)
       const std::string heads = heads_cell(c.heads);
       const double u = c.unigram();
       const int64_t params = c.parameters();
-      const Cell params_cell = params > 0 ? Cell(params) : Cell();
       const bool d = cr.diff.has_value();
-      loss.add({sc.label, c.schedule, heads, c.settings, params_cell, int64_t(cr.loss.seeds), cr.loss.mean,
+      loss.add({sc.label, c.schedule, heads, c.settings, params > 0 ? Cell(params) : Cell(), int64_t(cr.loss.seeds), cr.loss.mean,
                 cr.loss.ci.lo, cr.loss.ci.hi, cr.loss.sd, cr.loss.val_se, u, d ? cr.diff->mean : kNaN,
                 d ? cr.diff->ci.lo : kNaN, d ? cr.diff->ci.hi : kNaN, d ? cr.diff->p : kNaN, d ? cr.diff->p_holm : kNaN,
                 d ? cr.diff->method : std::string(), int64_t(d ? cr.diff->pairs : 0),
