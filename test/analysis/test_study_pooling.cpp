@@ -73,7 +73,7 @@ TEST_CASE("prism report keys runs on their resolved config: different experiment
   r = run_prism(fmt::format("report {} {} --out {} --milestones 2", sweeps["3.0e-3"], sweeps["1.0e-3"], rep));
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
-  CHECK_THAT(r.output, !Catch::Contains("already in") && !Catch::Contains("the first is kept"));
+  CHECK_THAT(r.output, !Catch::Contains("already in") && !Catch::Contains("same configuration and seed"));
   auto loss = prism::read_csv(rep + "/final_loss.csv");
   REQUIRE(loss.rows.size() == 4);  // today: 2, the second sweep's runs dropped as "already in"
   const auto settings = column(loss, "settings");
@@ -112,7 +112,8 @@ TEST_CASE("prism report keys runs on their resolved config: different experiment
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   CHECK(prism::read_csv(dir.file("report-copy/final_loss.csv")).rows.size() == 2);
-  CHECK_THAT(r.output, Catch::Contains("the same configuration and seed as") && Catch::Contains("the first is kept"));
+  CHECK_THAT(r.output, Catch::Contains("4 trial(s) are the same configuration and seed as runs of") &&
+                           Catch::Contains("their final validation losses are identical"));
 
   // Throughput: measured by the report with prism bench train, never from the runs' own times.
   const std::string thr = dir.file("report-bench");

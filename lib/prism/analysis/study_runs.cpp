@@ -309,6 +309,11 @@ Study load_study(const std::vector<std::string>& sweep_dirs) {
       throw Error("not a sweep directory (no sweep.yaml)", dir, "pass directories that prism sweep made");
     const SweepPlan plan = plan_from_yaml(yaml.string());
     std::vector<std::string> unfinished;
+    struct Duplicates {
+      int count = 0;
+      std::vector<std::string> differing;
+    };
+    std::map<std::string, Duplicates> duplicates;  // by the sweep that keeps the runs
     for (const auto& t : plan.trials) {
       if (!final_run_completed(plan, dir, t)) {
         unfinished.push_back(t.name);
@@ -322,17 +327,25 @@ Study load_study(const std::vector<std::string>& sweep_dirs) {
         const StudyRun& kept = study.runs[seen[id]];
         const auto val = RunReader(run_dir).val();
         const double other = val.empty() ? kNaN : val.back().loss;
-        study.notes.push_back(fmt::format(
-            "{}: {} (seed {}) is the same configuration and seed as {} in {}; the first is kept (final validation "
-            "loss {:.6f} there, {:.6f} here{})",
-            dir, t.name, t.seed, kept.name, kept.sweep, kept.final_val(), other,
-            kept.final_val() == other ? "" : ": the two runs differ, e.g. trained by different builds"));
+        auto& d = duplicates[kept.sweep];
+        ++d.count;
+        if (kept.final_val() != other)  // the same configuration and seed, another result: say which
+          d.differing.push_back(fmt::format("{} (final validation loss {:.6f} there, {:.6f} here)", t.name,
+                                            kept.final_val(), other));
         continue;
       }
       seen[id] = study.runs.size();
       study.runs.push_back(read_run(t, dir, run_dir));
       shapes.push_back(shape);
     }
+    for (const auto& [kept_in, d] : duplicates)
+      study.notes.push_back(fmt::format(
+          "{}: {} trial(s) are the same configuration and seed as runs of {}, which are kept; {}", dir, d.count,
+          kept_in,
+          d.differing.empty()
+              ? std::string("their final validation losses are identical")
+              : fmt::format("{} of them ended differently (trained by another build?): {}", d.differing.size(),
+                            fmt::join(d.differing, "; "))));
     if (!unfinished.empty()) {
       const size_t shown = std::min<size_t>(unfinished.size(), 6);
       study.notes.push_back(fmt::format(

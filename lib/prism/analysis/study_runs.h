@@ -12,7 +12,8 @@
 // experiments are never pooled and a schedule is compared only with the uniform
 // configuration of the same settings. The same configuration and seed in two
 // sweeps (a search and the grid that copies its runs) is one run: the first
-// sweep named keeps it, and a note says so with both final losses.
+// sweep named keeps it, and a note counts them and names any whose final loss
+// differs (another build trained it).
 #include <cstdint>
 #include <map>
 #include <optional>
