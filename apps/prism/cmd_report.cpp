@@ -12,19 +12,27 @@ namespace {
 const char* kUsage =
     "SWEEP_DIR... [--out DIR] [options]\n\n"
     "The study report of any set of study sweeps: per scale (model shape), the uniform\n"
-    "baseline against each schedule, from every trial that completed its full budget:\n"
-    "final validation loss (mean and interval over seeds, the validation set's standard\n"
-    "error, the unigram baseline), Prism - uniform differences paired by seed, steps and\n"
-    "tokens to validation-loss milestones taken from the runs' own range, zero-shot\n"
-    "acc/acc_norm with stderr, tokens/s against uniform, and Delta D_l per layer with the\n"
-    "schedule's transition points. Writes report.md and one CSV per table (final_loss,\n"
-    "paired, milestones, zero_shot, throughput, delta, curves, figures) into --out; the\n"
-    "figures report.md links come from scripts/plot/study_report.py DIR, and\n"
-    "scripts/study-report.sh does both (and the post-processing first). Zero-shot scores\n"
-    "and held-out distances come from post-processing: prism sweep DIR --post POST.yaml.\n\n"
+    "baseline against each schedule, from every trial that completed its full budget.\n"
+    "Runs pool as one configuration only when their resolved configs agree on every key\n"
+    "but the seed and the schedule; where a scale's runs differ in other keys, each\n"
+    "configuration is named with its values and compared with the uniform runs of the\n"
+    "same values. Reports: final validation loss (mean and interval over seeds, the\n"
+    "validation set's standard error, the unigram baseline), Prism - uniform differences\n"
+    "paired by seed with p-values and Holm's adjustment over the report, steps and tokens\n"
+    "to validation-loss milestones with paired ratios, zero-shot acc/acc_norm with\n"
+    "McNemar's test against uniform on the same items, Delta D_l per layer with paired seed\n"
+    "intervals and the schedule's transition points, the parameter count from the\n"
+    "checkpoints, and with --bench-steps the tokens/s of each schedule against uniform,\n"
+    "measured here by prism bench train (steps taking turns in one process). Writes\n"
+    "report.md and one CSV per table (final_loss, paired, milestones, zero_shot,\n"
+    "throughput, delta, curves, figures) into --out; the figures report.md links come\n"
+    "from scripts/plot/study_report.py DIR, and scripts/study-report.sh does both (and the\n"
+    "post-processing first). Zero-shot scores and held-out distances come from\n"
+    "post-processing: prism sweep DIR --post POST.yaml. docs/analysis.md says how each\n"
+    "number is made.\n\n"
     "examples:\n"
     "  prism report sweeps/study-124m sweeps/study-354m sweeps/study-757m --out reports/paper\n"
-    "  prism report sweeps/cpu-study-128 sweeps/cpu-study-192 sweeps/cpu-study-256 --out docs/results/cpu-study";
+    "  prism report sweeps/cpu-study-128 sweeps/cpu-study-192 --out docs/results/cpu-study --bench-steps 20";
 
 int run(const std::vector<std::string>& args) {
   return guarded("report", [&]() -> int {
@@ -32,11 +40,16 @@ int run(const std::vector<std::string>& args) {
     o.add_options()
         ("sweep", po::value<std::vector<std::string>>()->multitoken(), "study sweep directories")
         ("out,o", po::value<std::string>()->default_value("report"), "the report's directory")
-        ("confidence", po::value<double>()->default_value(0.95), "confidence level of every interval")
+        ("confidence", po::value<double>()->default_value(0.95, "0.95"), "confidence level of every interval")
         ("milestones", po::value<int>()->default_value(5), "validation-loss levels per scale")
-        ("milestone-start", po::value<double>()->default_value(0.1),
+        ("milestone-start", po::value<double>()->default_value(0.1, "0.1"),
          "the highest level: the uniform loss at this share of its steps")
-        ("title", po::value<std::string>()->default_value(""), "the report's title (default: Study report)");
+        ("title", po::value<std::string>()->default_value(""), "the report's title (default: Study report)")
+        ("bench-steps", po::value<int>()->default_value(0),
+         "measure each schedule's training tokens/s against uniform here with prism bench train, this many timed "
+         "steps per arm (0: not measured)")
+        ("bench-warmup", po::value<int>()->default_value(3), "untimed warm-up steps per arm of each bench")
+        ("bench-threads", po::value<int>()->default_value(1), "intra-op threads of each bench");
     po::positional_options_description pos;
     pos.add("sweep", -1);
     po::variables_map vm;
@@ -47,6 +60,9 @@ int run(const std::vector<std::string>& args) {
     r.milestones = vm["milestones"].as<int>();
     r.milestone_start = vm["milestone-start"].as<double>();
     r.title = vm["title"].as<std::string>();
+    r.bench_steps = vm["bench-steps"].as<int>();
+    r.bench_warmup = vm["bench-warmup"].as<int>();
+    r.bench_threads = vm["bench-threads"].as<int>();
     const StudyReport report = build_study_report(r);
     for (const auto& n : report.study.notes) std::cerr << "note: " << n << "\n";
     const std::string out = vm["out"].as<std::string>();

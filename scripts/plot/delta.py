@@ -40,15 +40,17 @@ def main():
     lo, hi = d["batch_ci_lo"], d["batch_ci_hi"]
     ok = np.isfinite(lo)
     ax.axhline(0, color="grey", lw=0.8)
-    ax.plot(layers, delta, "o-", color="C0", label="Delta D_l")
+    # Discrete layers: points and bars, nothing drawn between them.
+    ax.plot(layers, delta, "o", color="C0", label="Delta D_l", zorder=3)
     if ok.any():
-        ax.fill_between(layers[ok], lo[ok], hi[ok], color="C0", alpha=0.2,
-                        label=f"{conf:.0%} CI over {int(attrs['batches'])} batches")
+        ax.errorbar(layers[ok] - 0.08, delta[ok], yerr=[delta[ok] - lo[ok], hi[ok] - delta[ok]], fmt="none",
+                    ecolor="C0", elinewidth=4, alpha=0.45,
+                    label=f"{conf * 100:g}% CI over {int(attrs['batches'])} batches (these models)")
     slo, shi = d["seed_ci_lo"], d["seed_ci_hi"]
     if np.isfinite(slo).any():
         s = np.isfinite(slo)
-        ax.errorbar(layers[s], delta[s], yerr=[delta[s] - slo[s], shi[s] - delta[s]], fmt="none", ecolor="C3",
-                    capsize=3, label=f"{conf:.0%} CI over seeds")
+        ax.errorbar(layers[s] + 0.08, delta[s], yerr=[delta[s] - slo[s], shi[s] - delta[s]], fmt="none",
+                    ecolor="C3", capsize=3, label=f"{conf * 100:g}% CI over seeds")
     for i, t in enumerate(transitions(heads)):
         ax.axvline(t, color="C2", ls="--", lw=1, label="schedule transition" if i == 0 else None)
     if run.d_model:

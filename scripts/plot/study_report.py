@@ -5,10 +5,14 @@ in DIR/figures.csv, drawn from the report's own tables (no run is read again):
                                     colour per configuration (its seeds thin, their
                                     mean thick), the milestone levels dotted and the
                                     unigram baseline dashed;
-  delta-<scale>-<schedule>.png      Delta D_l per layer with its intervals over
-                                    batches (band) and seeds (bars), the schedule's
-                                    transition points dashed, and beside it the
-                                    position-normalised Delta (d / i).
+  delta-<scale>-<schedule>.png      Delta D_l per layer (one point per layer: the
+                                    layers are discrete, nothing is drawn between
+                                    them) with its intervals over batches (thick
+                                    bar: the precision for these models) and over
+                                    seeds (thin bar with caps: the evidence about the
+                                    schedule), the schedule's transition points
+                                    dashed, and beside it the position-normalised
+                                    Delta (d / i) with its seed interval.
 
     python scripts/plot/study_report.py DIR [--dpi N]
 
@@ -40,7 +44,7 @@ def num(v):
 
 
 def config_label(row):
-    return row["schedule"] + (f" ({row['params']})" if row.get("params") else "")
+    return row["schedule"] + (f" ({row['settings']})" if row.get("settings") else "")
 
 
 def loss_figure(path, scale, title, curves, milestones, dpi):
@@ -95,18 +99,23 @@ def delta_figure(path, scale, schedule_label, title, delta, dpi):
     heads = [int(r["heads"]) for r in rows]
     head_dim = [int(r["head_dim"]) for r in rows]
     trans = [int(r["layer"]) for r in rows if r["transition"] == "1"]
+    nslo = np.array([num(r.get("seed_ci_normalized_lo")) for r in rows])
+    nshi = np.array([num(r.get("seed_ci_normalized_hi")) for r in rows])
+    method = rows[0].get("seed_method", "")
     has_norm = np.isfinite(dn).any()
     fig, axes = plt.subplots(1, 2 if has_norm else 1, figsize=(11 if has_norm else 6.5, 4.2), squeeze=False)
     ax = axes[0][0]
     ax.axhline(0, color="grey", lw=0.8)
-    ax.plot(layer, d, "o-", color="C0", label="Delta D_l (tokens)")
+    # Discrete layers: points and bars, no line or band between them.
+    ax.plot(layer, d, "o", color="C0", label="Delta D_l (tokens)", zorder=3)
     ok = np.isfinite(blo)
     if ok.any():
-        ax.fill_between(layer[ok], blo[ok], bhi[ok], color="C0", alpha=0.2, label="interval over batches")
+        ax.errorbar(layer[ok] - 0.08, d[ok], yerr=[d[ok] - blo[ok], bhi[ok] - d[ok]], fmt="none", ecolor="C0",
+                    elinewidth=4, alpha=0.45, label="interval over batches (these models)")
     s = np.isfinite(slo)
     if s.any():
-        ax.errorbar(layer[s], d[s], yerr=[d[s] - slo[s], shi[s] - d[s]], fmt="none", ecolor="C3", capsize=3,
-                    label="interval over seeds")
+        ax.errorbar(layer[s] + 0.08, d[s], yerr=[d[s] - slo[s], shi[s] - d[s]], fmt="none", ecolor="C3", capsize=3,
+                    label=f"interval over seeds ({'paired' if method == 'paired' else method or 'none'})")
     for i, t in enumerate(trans):
         for a in axes[0]:
             a.axvline(t - 0.5, color="C2", ls="--", lw=1, label="transition" if i == 0 else None)
@@ -122,7 +131,11 @@ def delta_figure(path, scale, schedule_label, title, delta, dpi):
     if has_norm:
         ax2 = axes[0][1]
         ax2.axhline(0, color="grey", lw=0.8)
-        ax2.plot(layer, dn, "s-", color="C1", label="Delta of d / i (share of the prefix)")
+        ax2.plot(layer, dn, "s", color="C1", label="Delta of d / i (share of the prefix)", zorder=3)
+        n = np.isfinite(nslo) & np.isfinite(dn)
+        if n.any():
+            ax2.errorbar(layer[n], dn[n], yerr=[dn[n] - nslo[n], nshi[n] - dn[n]], fmt="none", ecolor="C3",
+                         capsize=3, label="interval over seeds")
         ax2.set_xticks(layer)
         ax2.set_xlabel("layer")
         ax2.set_ylabel("Delta normalised distance")

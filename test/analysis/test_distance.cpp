@@ -301,6 +301,29 @@ TEST_CASE("Delta D_l: paired batch interval and Welch interval over seeds", "[an
   CHECK(s.rows[0].seed_ci.hi == Approx(w.hi));
   CHECK(s.rows[0].seed_ci.lo < s.rows[0].delta);
   CHECK(s.rows[0].seed_ci.hi > s.rows[0].delta);
+  CHECK(s.seed_method == "welch");  // no seeds known: unpaired
+  CHECK(std::isfinite(s.rows[0].seed_p));
+
+  // With seeds the runs pair up: per seed 4 - 2 and 6 - 2.5, a t-interval of {2, 3.5}
+  // (narrower than Welch's here: the seed's shared effect drops out), and its t-test.
+  p.seed = u.seed = 0;
+  p2.seed = u2.seed = 1;
+  DistanceDelta ps = distance_delta({p, p2}, {u2, u}, 0.95);  // the order of the runs does not matter
+  CHECK(ps.seed_method == "paired");
+  CHECK(ps.seed_pairs == 2);
+  Interval paired = mean_interval({2.0, 3.5}, 0.95);
+  CHECK(ps.rows[0].seed_ci.lo == Approx(paired.lo));
+  CHECK(ps.rows[0].seed_ci.hi == Approx(paired.hi));
+  CHECK(ps.rows[0].seed_p == Approx(mean_p_value({2.0, 3.5})));
+  CHECK(ps.rows[0].delta == s.rows[0].delta);
+  DistanceDelta ps_back = delta_from_group(to_result_group(ps), "test");
+  CHECK(ps_back.seed_method == "paired");
+  CHECK(ps_back.seed_pairs == 2);
+  CHECK(ps_back.rows[0].seed_p == ps.rows[0].seed_p);
+  // A seed twice on a side cannot pair: Welch again.
+  p2.seed = 0;
+  CHECK(distance_delta({p, p2}, {u, u2}, 0.95).seed_method == "welch");
+  p2.seed = 1;
 
   // Without d / i on every side the normalised columns are NaN; with it, the same arithmetic.
   CHECK(std::isnan(s.rows[0].delta_normalized));

@@ -34,3 +34,27 @@ TEST_CASE("stats: mean interval and Welch interval by hand", "[analysis][stats]"
   CHECK(w.hi == Approx(-4 + half).epsilon(1e-6));
   CHECK(std::isnan(welch_interval({1, 2}, {3}, 0.95).lo));
 }
+
+TEST_CASE("stats: p-values, Holm's adjustment and McNemar's exact test by hand", "[analysis][stats]") {
+  // t = 3 / sqrt(0.5) = 4.2426 with 4 df: two-sided p = 0.013236 (scipy.stats.ttest_1samp([1,2,3,4,5], 0)).
+  CHECK(mean_p_value({1, 2, 3, 4, 5}) == Approx(0.0132356).epsilon(1e-5));
+  CHECK(std::isnan(mean_p_value({1.0})));
+  CHECK(mean_p_value({0, 0, 0}) == 1.0);
+  // scipy.stats.ttest_ind([1,2,3], [4,6,8], equal_var=False).pvalue = 0.054787
+  CHECK(welch_p_value({1, 2, 3}, {4, 6, 8}) == Approx(0.0547868).epsilon(1e-5));
+  // Holm: 0.01, 0.04, 0.03, 0.005 -> sorted 0.005*4 = 0.02, 0.01*3 = 0.03, 0.03*2 = 0.06, 0.04*1 = 0.04 -> 0.06
+  // (made non-decreasing); NaN stays NaN and does not count.
+  const double nan = std::nan("");
+  auto h = holm_adjust({0.01, 0.04, nan, 0.03, 0.005});
+  CHECK(h[0] == Approx(0.03));
+  CHECK(h[1] == Approx(0.06));
+  CHECK(std::isnan(h[2]));
+  CHECK(h[3] == Approx(0.06));
+  CHECK(h[4] == Approx(0.02));
+  CHECK(holm_adjust({0.6, 0.9})[0] == 1.0);  // capped at 1
+  // McNemar: 1 against 9 discordant items: 2 * P(X <= 1), X ~ Bin(10, 1/2) = 2 * 11 / 1024.
+  CHECK(mcnemar_exact_p(1, 9) == Approx(22.0 / 1024));
+  CHECK(mcnemar_exact_p(9, 1) == Approx(22.0 / 1024));
+  CHECK(mcnemar_exact_p(5, 5) == 1.0);
+  CHECK(mcnemar_exact_p(0, 0) == 1.0);
+}

@@ -147,7 +147,7 @@ TEST_CASE("a study end to end: sweep, post-processing with a failure and a resum
   for (const char* item :
        {"## study-tiny: 12 layers x 96", "val loss", "Val SE", "Δ vs uniform", "(paired, 2 seeds)", "Unigram baseline: 6.",
         "Validation-loss milestones", "HellaSwag acc_norm", "PIQA acc_norm", "ARC-Easy acc_norm",
-        "WinoGrande acc_norm", "Training throughput", "tokens/s vs uniform", "Δ D_l per layer: " "3x3,6x3,12x6",
+        "WinoGrande acc_norm", "Training throughput", "Not measured", "Δ D_l per layer: " "3x3,6x3,12x6",
         "transition 3→6", "transition 6→12", "this definition is the project's own", "D_l/i",
         "![Validation loss, study-tiny](loss-study-tiny.png)", "delta-study-tiny-3x3-6x3-12x6.png"})
     CHECK_THAT(md, Catch::Contains(item));
@@ -191,7 +191,9 @@ TEST_CASE("a study end to end: sweep, post-processing with a failure and a resum
     CHECK(steps > 0);
     CHECK(steps <= 30);
   }
-  CHECK(std::stod(cell(miles, 0, "steps_ratio_to_uniform")) == Approx(1.0));
+  CHECK(cell(miles, 0, "steps_ratio_to_uniform").empty());  // uniform's own row
+  CHECK(cell(miles, 3, "ratio_pairs") == "2");                // the schedule's, paired by seed
+  CHECK(std::stod(cell(miles, 3, "steps_ratio_to_uniform")) > 0);
 
   // Zero-shot: four tasks per configuration, acc and acc_norm with stderr, the items of the fixtures.
   auto zero = prism::read_csv(rep + "/zero_shot.csv");
@@ -203,12 +205,32 @@ TEST_CASE("a study end to end: sweep, post-processing with a failure and a resum
   }
   CHECK(cell(zero, rows_where(zero, "task", "hellaswag").front(), "n") == "5");
 
-  // Throughput: the ratio of tokens/s to the uniform run of the same seed.
+  // Zero-shot against uniform: McNemar on the same items, per seed pair.
+  for (size_t i : rows_where(zero, "schedule", paper_schedule)) {
+    CHECK(cell(zero, i, "seed_pairs_tested") == "2");
+    CHECK(cell(zero, i, "item_comparisons") == std::to_string(2 * std::stoi(cell(zero, i, "n"))));
+    CHECK(!cell(zero, i, "mcnemar_p").empty());
+  }
+
+  // Throughput: not from the runs' own times; measured only when asked (--bench-steps).
   auto thr = prism::read_csv(rep + "/throughput.csv");
-  REQUIRE(thr.rows.size() == 2);
-  CHECK(cell(thr, 1, "pairs") == "2");
-  CHECK(std::stod(cell(thr, 1, "ratio_to_uniform")) > 0.2);
-  CHECK(std::stod(cell(thr, 1, "ratio_to_uniform")) < 5);
+  REQUIRE(thr.rows.size() == 1);
+  CHECK(cell(thr, 0, "measured") == "0");
+  CHECK(cell(thr, 0, "ratio_to_uniform").empty());
+
+  // Parameters: the checkpoints' count, with the data's 4096-id vocabulary (not GPT-2's 50,257).
+  auto count = run(fmt::format("'{}' -c \"import sys, glob, safetensors.numpy as s; "
+                               "f = sorted(glob.glob(sys.argv[1] + '/*/checkpoints/step_*/model.safetensors'))[-1]; "
+                               "print(sum(v.size for v in s.load_file(f).values()))\" {}",
+                               PRISM_PYTHON, out));
+  INFO(count.output);
+  REQUIRE(count.exit_code == 0);
+  CHECK(cell(loss, 0, "parameters") == count.output.substr(0, count.output.find('\n')));
+
+  // Delta D_l's seed intervals, paired by seed, against a recomputation from the runs' run.h5 files.
+  auto ref = run_reference("delta_seed_reference.py", fmt::format("{} {}", out, rep));
+  INFO(ref.output);
+  CHECK(ref.exit_code == 0);
 
   // Delta D_l: 12 layers, seeds pooled, the transitions at layers 3 and 6, the normalised form beside it.
   auto delta = prism::read_csv(rep + "/delta.csv");
@@ -217,6 +239,8 @@ TEST_CASE("a study end to end: sweep, post-processing with a failure and a resum
     CHECK(cell(delta, l, "transition") == (l == 3 || l == 6 ? "1" : "0"));
     CHECK(cell(delta, l, "prism_runs") == "2");
     CHECK(!cell(delta, l, "seed_ci_lo").empty());
+    CHECK(cell(delta, l, "seed_method") == "paired");
+    CHECK(!cell(delta, l, "seed_ci_normalized_lo").empty());
     CHECK(!cell(delta, l, "delta_normalized").empty());
     CHECK(std::stod(cell(delta, l, "delta")) ==
           Approx(std::stod(cell(delta, l, "prism")) - std::stod(cell(delta, l, "uniform"))).margin(1e-9));

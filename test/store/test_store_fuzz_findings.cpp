@@ -79,6 +79,15 @@ TEST_CASE("a safetensors file with an empty tensor loads and saves again", "[sto
     CHECK(torch::equal(back.tensors[i].second, st.tensors[i].second));
   }
   CHECK(back.metadata == st.metadata);
+  // The header alone gives the same names and shapes (a checkpoint's parameter count without its weights).
+  const auto shapes = prism::safetensors_shapes(again);
+  REQUIRE(shapes.size() == 2);
+  CHECK(shapes[0] == std::pair<std::string, std::vector<int64_t>>{"empty", {0, 3}});
+  CHECK(shapes[1] == std::pair<std::string, std::vector<int64_t>>{"w", {2}});
+  CHECK_THROWS_WITH(prism::safetensors_shapes(safetensors_with(dir, "no-shape.safetensors", R"({"w": {"dtype": "F32"}})")),
+                    Catch::Contains("tensor 'w' has no shape list"));
+  CHECK_THROWS_WITH(prism::safetensors_shapes(safetensors_with(dir, "bad.safetensors", R"({"w": {"shape": [-1]}})")),
+                    Catch::Contains("shape holds -1"));
 }
 
 TEST_CASE("a safetensors __metadata__ that is not a map of strings is refused by name", "[store][fuzz]") {

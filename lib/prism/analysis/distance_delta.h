@@ -3,9 +3,17 @@
 // early wide-head layers attend more locally, middle layers peak). With several
 // runs per side (seeds), each side is their mean. Two intervals per layer:
 //  - over batches: the paired per-batch differences (the runs read the same
-//    batches), a t-interval of their mean: how sure the number is for these models;
-//  - over seeds: Welch's interval of the per-run D_l, when each side has >= 2 runs:
-//    how much of it is the schedule rather than the initialisation.
+//    batches), a t-interval of their mean: how precisely these trained models'
+//    difference is measured on the held-out tokens. It says nothing about the
+//    schedule: another seed gives other models;
+//  - over seeds: whether the difference is the schedule's rather than the
+//    initialisation's. Paired by seed (the same seed gives both schedules the
+//    same initial weights and data order) when every run's seed is known, no
+//    seed repeats on a side and at least 2 seeds pair up: a t-interval of the
+//    per-seed differences of D_l (over the paired seeds only); else Welch's
+//    interval of the per-run D_l when each side has >= 2 runs; else none.
+//    With its two-sided p-value (paired t-test or Welch's), nominal: a report
+//    that shows many of them adjusts them together (stats.h, holm_adjust).
 // The same for the position-normalised distance (d / i, distance_profile.h)
 // when every profile has it; NaN otherwise.
 #include <string>
@@ -22,8 +30,10 @@ struct DeltaRow {
   int heads = 0, baseline_heads = 0;
   double prism = 0, baseline = 0, delta = 0;  // D_l of each side and their difference
   Interval batch_ci{}, seed_ci{};
+  double seed_p = 0;                          // two-sided p of the seed test (NaN: none)
   double prism_normalized = 0, baseline_normalized = 0, delta_normalized = 0;  // the same for d / i (NaN: not measured)
   Interval batch_ci_normalized{}, seed_ci_normalized{};
+  double seed_p_normalized = 0;
 };
 
 struct DistanceDelta {
@@ -33,6 +43,8 @@ struct DistanceDelta {
   std::vector<std::vector<double>> by_position;  // [layer][bin]: Delta per query-position bin
   double confidence = 0.95;
   int64_t batches = 0;
+  std::string seed_method;        // "paired" (by seed), "welch", or "" (no seed interval)
+  int seed_pairs = 0;             // seeds paired (seed_method "paired")
   std::string tokens_id;
   std::vector<std::string> prism_runs, baseline_runs;
 };

@@ -206,8 +206,11 @@ DistanceProfile profile_from_group(const ResultGroup& g, const std::vector<int>&
 
 DistanceProfile read_profile(const RunReader& run, bool allow_training_rows) {
   const auto& heads = run.attributes().heads;
-  if (run.has_group("attention/heldout"))
-    return profile_from_group(run.read_group("attention/heldout"), heads, run.path());
+  if (run.has_group("attention/heldout")) {
+    DistanceProfile p = profile_from_group(run.read_group("attention/heldout"), heads, run.path());
+    p.seed = run.attributes().seed;
+    return p;
+  }
   AttentionSeries s = allow_training_rows ? run.attention() : AttentionSeries{};
   if (s.step.empty())
     throw Error("the run has no attention-distance data", run.path(),
@@ -217,6 +220,7 @@ DistanceProfile read_profile(const RunReader& run, bool allow_training_rows) {
   DistanceProfile p;
   p.heads = heads;
   p.source = run.path();
+  p.seed = run.attributes().seed;
   p.step = s.step.back();
   p.by_batch = {s.per_head.back()};
   p.backend = "training-time";

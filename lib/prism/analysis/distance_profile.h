@@ -8,6 +8,7 @@
 // token), comparable across positions and context lengths. Torch-free: it is
 // read back from run.h5 too.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,9 @@ namespace prism {
 struct DistanceProfile {
   std::vector<int> heads;     // the schedule: heads per layer
   std::string source;         // the run or checkpoint it describes, for messages
+  // The run's train.seed (initial weights and data order), when known: Delta D_l
+  // pairs the runs of two schedules by it (distance_delta.h).
+  std::optional<uint64_t> seed;
   std::string checkpoint;     // model.safetensors measured ("" for training-time rows)
   int64_t step = 0;           // its training step
   std::string data;           // the shards read

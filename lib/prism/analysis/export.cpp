@@ -133,7 +133,8 @@ void add_delta_rows(Table& t, const DistanceDelta& d, const std::string& prism, 
            int64_t(r.heads), int64_t(r.baseline_heads), r.prism, r.baseline, r.delta, r.batch_ci.lo, r.batch_ci.hi,
            r.seed_ci.lo, r.seed_ci.hi, d.confidence, d.batches, int64_t(d.prism_runs.size()),
            int64_t(d.baseline_runs.size()), r.prism_normalized, r.baseline_normalized, r.delta_normalized,
-           r.batch_ci_normalized.lo, r.batch_ci_normalized.hi, r.seed_ci_normalized.lo, r.seed_ci_normalized.hi});
+           r.batch_ci_normalized.lo, r.batch_ci_normalized.hi, r.seed_ci_normalized.lo, r.seed_ci_normalized.hi,
+           d.seed_method, int64_t(d.seed_pairs), r.seed_p, r.seed_p_normalized});
 }
 
 bool is_uniform(const std::vector<int>& heads) {
@@ -152,7 +153,8 @@ Table delta_table(const RunSet& set, const ExportOptions& o) {
                "layer_heads", "baseline_layer_heads", "prism", "baseline_distance", "delta", "batch_ci_lo",
                "batch_ci_hi", "seed_ci_lo", "seed_ci_hi",  "confidence",    "batches",    "prism_runs",
                "baseline_runs", "prism_normalized", "baseline_normalized", "delta_normalized",
-               "batch_ci_normalized_lo", "batch_ci_normalized_hi", "seed_ci_normalized_lo", "seed_ci_normalized_hi"};
+               "batch_ci_normalized_lo", "batch_ci_normalized_hi", "seed_ci_normalized_lo", "seed_ci_normalized_hi",
+               "seed_method", "seed_pairs", "seed_p", "seed_p_normalized"};
   struct Measured {
     std::string name;
     std::vector<int> heads;

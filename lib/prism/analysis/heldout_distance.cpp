@@ -115,6 +115,7 @@ Measured measure_one(const HeldOutRequest& r, const Target& t, const std::vector
   p = measure_distance(m.model.model, loader, mo);
   m.model.model = GPT{nullptr};  // the profile is all that is kept
   p.source = name;
+  p.seed = cfg.train.seed;
   p.checkpoint = m.model.path;
   p.step = m.model.step;
   p.data = fmt::format("{}", fmt::join(shards, ","));

@@ -1,7 +1,9 @@
 #include "prism/analysis/stats.h"
 
+#include <boost/math/distributions/binomial.hpp>
 #include <boost/math/distributions/students_t.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -10,7 +12,13 @@
 namespace prism {
 namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// P(|T_df| >= |t|).
+double two_sided_t(double t, double df) {
+  boost::math::students_t dist(df);
+  return std::min(1.0, 2 * boost::math::cdf(boost::math::complement(dist, std::abs(t))));
 }
+}  // namespace
 
 double mean_of(const std::vector<double>& x) {
   if (x.empty()) return kNaN;
@@ -57,6 +65,49 @@ Interval welch_interval(const std::vector<double>& a, const std::vector<double>&
                     (va * va / static_cast<double>(a.size() - 1) + vb * vb / static_cast<double>(b.size() - 1));
   const double half = t_quantile(confidence, df) * se;
   return {d - half, d + half};
+}
+
+double mean_p_value(const std::vector<double>& x) {
+  if (x.size() < 2) return kNaN;
+  const double m = mean_of(x), se = mean_stderr(x);
+  if (se == 0) return m == 0 ? 1.0 : 0.0;
+  return two_sided_t(m / se, static_cast<double>(x.size() - 1));
+}
+
+double welch_p_value(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.size() < 2 || b.size() < 2) return kNaN;
+  const double va = std::pow(sample_sd(a), 2) / static_cast<double>(a.size());
+  const double vb = std::pow(sample_sd(b), 2) / static_cast<double>(b.size());
+  const double d = mean_of(a) - mean_of(b);
+  const double se = std::sqrt(va + vb);
+  if (se == 0) return d == 0 ? 1.0 : 0.0;
+  const double df = (va + vb) * (va + vb) /
+                    (va * va / static_cast<double>(a.size() - 1) + vb * vb / static_cast<double>(b.size() - 1));
+  return two_sided_t(d / se, df);
+}
+
+std::vector<double> holm_adjust(const std::vector<double>& p) {
+  std::vector<size_t> order;
+  for (size_t i = 0; i < p.size(); ++i)
+    if (std::isfinite(p[i])) order.push_back(i);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return p[a] < p[b]; });
+  std::vector<double> out(p.size(), kNaN);
+  const double m = static_cast<double>(order.size());
+  double running = 0;
+  for (size_t k = 0; k < order.size(); ++k) {
+    running = std::max(running, std::min(1.0, p[order[k]] * (m - static_cast<double>(k))));
+    out[order[k]] = running;
+  }
+  return out;
+}
+
+double mcnemar_exact_p(int64_t b, int64_t c) {
+  if (b < 0 || c < 0) throw Error("negative discordant counts", "mcnemar_exact_p", "count items, not differences");
+  const int64_t n = b + c;
+  if (n == 0) return 1.0;
+  boost::math::binomial dist(static_cast<double>(n), 0.5);
+  // Symmetric at 1/2: twice the smaller tail, P(X <= min(b, c)).
+  return std::min(1.0, 2 * boost::math::cdf(dist, static_cast<double>(std::min(b, c))));
 }
 
 }  // namespace prism

@@ -11,8 +11,12 @@
 #include <map>
 
 #include "prism/analysis/export.h"
+#include "prism/analysis/throughput_bench.h"
 #include "prism/atomic_file.h"
+#include "prism/config/model_config.h"
 #include "prism/error.h"
+#include "prism/schedule/head_schedule.h"
+#include "prism/train/execution.h"
 
 namespace fs = std::filesystem;
 
@@ -62,26 +66,29 @@ PairedDiff loss_difference(const StudyConfig& c, const StudyConfig& base, double
   d.pairs = static_cast<int>(d.seeds.size());
   std::vector<double> diffs;
   for (const auto& [seed, v] : d.seeds) diffs.push_back(v.first - v.second);
-  if (d.pairs >= 2) {
-    d.method = "paired";
-    d.mean = mean_of(diffs);
-    d.ci = mean_interval(diffs, confidence);
-    return d;
-  }
   std::vector<double> a, b;
   for (const auto* r : c.runs) a.push_back(r->final_val());
   for (const auto* r : base.runs) b.push_back(r->final_val());
   a = finite(a);
   b = finite(b);
-  if (a.size() >= 2 && b.size() >= 2) {
-    d.method = "welch";
+  d.runs = static_cast<int>(a.size());
+  d.baseline_runs = static_cast<int>(b.size());
+  d.p = d.p_holm = kNaN;
+  d.ci = {kNaN, kNaN};
+  if (d.pairs >= 2) {
+    d.method = "paired";
+    d.mean = mean_of(diffs);
+    d.ci = mean_interval(diffs, confidence);
+    d.p = mean_p_value(diffs);
+  } else if (a.size() >= 2 && b.size() >= 2) {
+    d.method = "welch";  // fewer than 2 seeds pair up: the runs of each side, unpaired
     d.mean = mean_of(a) - mean_of(b);
     d.ci = welch_interval(a, b, confidence);
-    return d;
+    d.p = welch_p_value(a, b);
+  } else {
+    d.method = d.pairs == 1 ? "one pair" : "no pairs";
+    d.mean = d.pairs == 1 ? diffs.front() : mean_of(a) - mean_of(b);
   }
-  d.method = d.pairs == 1 ? "one pair" : "no pairs";
-  d.mean = d.pairs == 1 ? diffs.front() : mean_of(a) - mean_of(b);
-  d.ci = {kNaN, kNaN};
   return d;
 }
 
@@ -126,7 +133,7 @@ void milestone_levels(ScaleReport& s, const ReportOptions& o) {
     for (const auto* r : c.runs)
       if (std::isfinite(r->final_val())) worst_final = std::max(worst_final, r->final_val());
   if (curve.empty() || !std::isfinite(worst_final)) return;
-  const double start_step = o.milestone_start * static_cast<double>(ref->runs.front()->max_steps);
+  const double start_step = o.milestone_start * static_cast<double>(ref->max_steps());
   double high = curve.back().second;
   int64_t high_step = curve.back().first;
   for (const auto& [step, loss] : curve)
@@ -136,33 +143,39 @@ void milestone_levels(ScaleReport& s, const ReportOptions& o) {
       break;
     }
   const int k = std::max(1, o.milestones);
+  const std::string lowest = fmt::format("{:.4f} (the highest final loss of any run here, so every run reaches it)",
+                                         worst_final);
+  const std::string how = "; steps and tokens are where each run's validation curve first reaches a level, "
+                          "interpolated linearly between its evaluations, averaged over seeds";
   if (k == 1 || !(high > worst_final)) {
     s.levels = {worst_final};
-  } else {
-    for (int i = 0; i < k; ++i) s.levels.push_back(high - (high - worst_final) * i / (k - 1));
+    s.levels_rule = fmt::format("one level, {}", lowest) + how;
+    return;
   }
+  for (int i = 0; i < k; ++i) s.levels.push_back(high - (high - worst_final) * i / (k - 1));
   s.levels_rule = fmt::format(
-      "{} level(s) evenly spaced from {:.4f} ({}'s mean validation loss at step {}, the first evaluation at or after "
-      "{:.0f}% of its {} steps) down to {:.4f} (the highest final loss of any run here, so every run reaches "
-      "every level); steps and tokens are where each run's validation curve first reaches a "
-      "level, interpolated between evaluations, averaged over seeds",
-      s.levels.size(), s.levels.front(), ref->label(), high_step, o.milestone_start * 100, ref->runs.front()->max_steps,
-      worst_final);
+      "{} levels evenly spaced from {:.4f} ({}'s mean validation loss at step {}, the first evaluation at or after "
+      "{:g}% of its {} steps) down to {}",
+      s.levels.size(), s.levels.front(), ref->label(), high_step, o.milestone_start * 100, ref->max_steps(), lowest) +
+                  how;
 }
 
-std::vector<MilestoneCell> milestones(const StudyConfig& c, const std::vector<double>& levels, double confidence) {
+std::vector<MilestoneCell> milestones(const StudyConfig& c, const StudyConfig* base, const std::vector<double>& levels,
+                                      double confidence) {
   std::vector<MilestoneCell> out;
   for (double level : levels) {
     MilestoneCell m;
     m.level = level;
     std::vector<double> steps, tokens;
+    std::map<uint64_t, double> mine;  // seed -> steps
     for (const auto* r : c.runs) {
-      auto [s, t] = crossing(r->val, level);
+      auto [st, tk] = crossing(r->val, level);
       ++m.runs;
-      if (std::isfinite(s)) {
+      if (std::isfinite(st)) {
         ++m.reached;
-        steps.push_back(s);
-        tokens.push_back(t);
+        steps.push_back(st);
+        tokens.push_back(tk);
+        mine[r->seed] = st;
       }
     }
     const bool all = m.reached == m.runs && m.runs > 0;
@@ -170,17 +183,51 @@ std::vector<MilestoneCell> milestones(const StudyConfig& c, const std::vector<do
     m.tokens = all ? mean_of(tokens) : kNaN;
     m.steps_ci = all ? mean_interval(steps, confidence) : Interval{kNaN, kNaN};
     m.ratio = kNaN;
+    m.ratio_ci = {kNaN, kNaN};
+    if (base) {
+      std::vector<double> logs;  // log(steps / uniform steps), per seed
+      for (const auto* b : base->runs) {
+        auto it = mine.find(b->seed);
+        const double bs = crossing(b->val, level).first;
+        if (it != mine.end() && bs > 0 && it->second > 0) logs.push_back(std::log(it->second / bs));
+      }
+      m.ratio_pairs = static_cast<int>(logs.size());
+      if (!logs.empty()) m.ratio = std::exp(mean_of(logs));
+      const Interval li = mean_interval(logs, confidence);
+      if (std::isfinite(li.lo)) m.ratio_ci = {std::exp(li.lo), std::exp(li.hi)};
+    }
     out.push_back(m);
   }
   return out;
 }
 
+const StudyEval* eval_of(const StudyRun& r, const std::string& task) {
+  for (const auto& e : r.evals)
+    if (e.task == task) return &e;
+  return nullptr;
+}
+
+// McNemar on acc_norm: the items of each seed pair that only one side got right, summed over seed pairs.
+void mcnemar(TaskScore& t, const StudyConfig& c, const StudyConfig& base) {
+  for (const auto* r : c.runs)
+    for (const auto* b : base.runs) {
+      if (r->seed != b->seed) continue;
+      const StudyEval* e = eval_of(*r, t.task);
+      const StudyEval* u = eval_of(*b, t.task);
+      // The same items in the same order, each with its per-item result.
+      if (!e || !u || e->right_norm.empty() || e->item_line != u->item_line || e->right_norm.size() != u->right_norm.size())
+        continue;
+      ++t.test_pairs;
+      for (size_t i = 0; i < e->right_norm.size(); ++i) {
+        ++t.compared;
+        if (e->right_norm[i] && !u->right_norm[i]) ++t.only_this;
+        if (!e->right_norm[i] && u->right_norm[i]) ++t.only_baseline;
+      }
+    }
+  if (t.test_pairs > 0) t.p = mcnemar_exact_p(t.only_this, t.only_baseline);
+}
+
 std::vector<TaskScore> task_scores(const StudyConfig& c, const StudyConfig* base, const std::vector<std::string>& tasks) {
-  auto eval_of = [](const StudyRun& r, const std::string& task) -> const StudyEval* {
-    for (const auto& e : r.evals)
-      if (e.task == task) return &e;
-    return nullptr;
-  };
   std::vector<TaskScore> out;
   for (const auto& task : tasks) {
     TaskScore t;
@@ -200,6 +247,7 @@ std::vector<TaskScore> task_scores(const StudyConfig& c, const StudyConfig* base
     t.acc_norm = mean_of(norm);
     t.acc_norm_stderr = mean_of(finite(norm_se));
     t.acc_norm_diff = kNaN;
+    t.p = t.p_holm = kNaN;
     if (base) {
       auto pairs = by_seed(c, *base, [&](const StudyRun& r) {
         const StudyEval* e = eval_of(r, task);
@@ -208,34 +256,91 @@ std::vector<TaskScore> task_scores(const StudyConfig& c, const StudyConfig* base
       std::vector<double> d;
       for (const auto& [seed, v] : pairs) d.push_back(v.first - v.second);
       t.acc_norm_diff = mean_of(d);
+      mcnemar(t, c, *base);
     }
     out.push_back(t);
   }
   return out;
 }
 
-Throughput throughput(const StudyConfig& c, const StudyConfig* base, double confidence) {
-  Throughput t;
-  std::vector<double> tps;
-  for (const auto* r : c.runs) tps.push_back(r->tokens_per_s());
-  tps = finite(tps);
-  t.seeds = static_cast<int>(tps.size());
-  t.tokens_per_s = mean_of(tps);
-  t.ratio = kNaN;
-  t.ratio_ci = {kNaN, kNaN};
-  if (!base) return t;
-  auto pairs = by_seed(c, *base, [](const StudyRun& r) { return r.tokens_per_s(); });
-  t.pairs = static_cast<int>(pairs.size());
-  std::vector<double> ratios;
-  for (const auto& [seed, v] : pairs) ratios.push_back(v.first / v.second);
-  if (!ratios.empty()) {
-    t.ratio = mean_of(ratios);
-    t.ratio_ci = mean_interval(ratios, confidence);
-  } else {
-    std::vector<double> b;
-    for (const auto* r : base->runs) b.push_back(r->tokens_per_s());
-    t.ratio = t.tokens_per_s / mean_of(finite(b));
+// The model preset a configuration's runs trained, when the bench can build it
+// (prism bench train takes a preset and a vocabulary); "" otherwise.
+std::string bench_preset(const StudyRun& r) {
+  auto it = r.experiment.find("model.preset");
+  if (it == r.experiment.end()) return "";
+  ModelConfig p;
+  try {
+    p = model_preset(it->second);
+  } catch (const Error&) {
+    return "";
   }
+  auto value = [&](const char* key) {
+    auto v = r.experiment.find(key);
+    try {
+      return v == r.experiment.end() ? kNaN : std::stod(v->second);
+    } catch (const std::exception&) {
+      return kNaN;
+    }
+  };
+  const bool bias = r.experiment.count("model.bias") && r.experiment.at("model.bias") == (p.bias ? "true" : "false");
+  const bool same = value("model.n_layer") == p.n_layer && value("model.d_model") == p.d_model &&
+                    value("model.n_head") == p.n_head && value("model.block_size") == p.block_size &&
+                    value("model.dropout") == p.dropout && bias;
+  return same ? it->second : "";
+}
+
+// The dtype a run of this config trains in on this machine (train.dtype auto: as prism train resolves it here).
+std::string bench_dtype(const StudyRun& r, int threads) {
+  auto it = r.experiment.find("train.dtype");
+  const std::string d = it == r.experiment.end() ? "auto" : it->second;
+  if (d != "auto") return d;
+  TrainConfig t;
+  t.device = "cpu";
+  t.dtype = "auto";
+  t.threads = threads;
+  return resolve_execution(t).bf16 ? "bf16" : "fp32";
+}
+
+Throughput measure_throughput(const StudyConfig& c, const StudyConfig* base, const ReportOptions& o) {
+  Throughput t;
+  t.uniform_tokens_per_s = t.tokens_per_s = t.ratio = kNaN;
+  if (c.uniform || !base) return t;
+  if (o.bench_steps <= 0) {
+    t.note = "the report measures it when asked (prism report --bench-steps N; scripts/study-report.sh does)";
+    return t;
+  }
+  const StudyRun& r = *c.runs.front();
+  BenchRequest q;
+  q.model = bench_preset(r);
+  if (q.model.empty()) {
+    t.note = "prism bench train builds model presets only, and this model is not one";
+    return t;
+  }
+  if (r.vocab_size <= 0) {
+    t.note = "the model's vocabulary is unknown here (its data is not prepared at data.dir)";
+    return t;
+  }
+  q.vocab = r.vocab_size;
+  q.heads = HeadSchedule(c.heads).compact();
+  auto integer = [&](const char* key) {
+    auto it = r.experiment.find(key);
+    return it == r.experiment.end() ? int64_t(0) : static_cast<int64_t>(std::stoll(it->second));
+  };
+  q.batch = integer("train.batch_size");
+  q.seq = integer("train.seq_len");
+  if (q.seq == 0) q.seq = integer("model.block_size");
+  q.dtype = bench_dtype(r, o.bench_threads);
+  q.threads = o.bench_threads;
+  q.steps = o.bench_steps;
+  q.warmup = o.bench_warmup;
+  const BenchResult b = run_bench_train(q, o.prism);
+  t.measured = true;
+  t.uniform_tokens_per_s = b.uniform_tokens_per_s;
+  t.tokens_per_s = b.tokens_per_s;
+  t.ratio = b.ratio;
+  t.dtype = q.dtype;
+  t.machine = b.machine;
+  t.command = b.command;
   return t;
 }
 
@@ -263,6 +368,32 @@ void add_delta(ConfigReport& cr, double confidence) {
   }
 }
 
+// Holm's adjustment over one family of p-values scattered through the report:
+// `get` yields pointers to (p, adjusted p) pairs.
+void holm_family(const std::vector<std::pair<const double*, double*>>& family) {
+  std::vector<double> p;
+  for (const auto& f : family) p.push_back(*f.first);
+  const auto adjusted = holm_adjust(p);
+  for (size_t i = 0; i < family.size(); ++i) *family[i].second = adjusted[i];
+}
+
+void adjust_report(StudyReport& rep) {
+  std::vector<std::pair<const double*, double*>> loss, zero, delta, delta_norm;
+  for (auto& s : rep.scales)
+    for (auto& cr : s.configs) {
+      if (cr.diff) loss.push_back({&cr.diff->p, &cr.diff->p_holm});
+      for (auto& t : cr.tasks) zero.push_back({&t.p, &t.p_holm});
+      if (!cr.delta) continue;
+      cr.delta_p_holm.assign(cr.delta->rows.size(), kNaN);
+      cr.delta_p_holm_normalized.assign(cr.delta->rows.size(), kNaN);
+      for (size_t l = 0; l < cr.delta->rows.size(); ++l) {
+        delta.push_back({&cr.delta->rows[l].seed_p, &cr.delta_p_holm[l]});
+        delta_norm.push_back({&cr.delta->rows[l].seed_p_normalized, &cr.delta_p_holm_normalized[l]});
+      }
+    }
+  for (const auto* family : {&loss, &zero, &delta, &delta_norm}) holm_family(*family);
+}
+
 }  // namespace
 
 std::string report_figure(const std::string& kind, const StudyScale& s, const StudyConfig* c) {
@@ -281,14 +412,24 @@ std::string report_slug(const std::string& text) {
   return out.empty() ? "x" : out;
 }
 
+std::string confidence_percent(double confidence) { return fmt::format("{:.10g}%", confidence * 100); }
+
 StudyReport build_study_report(const ReportOptions& o) {
   t_quantile(o.confidence, 1);  // rejects a bad level before any work
+  return build_study_report(load_study(o.sweeps), o);
+}
+
+StudyReport build_study_report(Study study, const ReportOptions& o) {
+  t_quantile(o.confidence, 1);
   if (o.milestones < 1) throw Error("--milestones must be at least 1", "--milestones", "pass --milestones 5");
   if (!(o.milestone_start > 0 && o.milestone_start < 1))
     throw Error("the first milestone's share of the steps must lie in (0, 1)", "--milestone-start", "use e.g. 0.1");
+  if (o.bench_steps < 0 || o.bench_warmup < 0 || o.bench_threads < 1)
+    throw Error("--bench-steps and --bench-warmup must be at least 0, --bench-threads at least 1", "prism report",
+                "e.g. --bench-steps 20 --bench-warmup 3 --bench-threads 1");
   StudyReport rep;
   rep.options = o;
-  rep.study = load_study(o.sweeps);
+  rep.study = std::move(study);
   for (const auto& sc : rep.study.scales) {
     ScaleReport s;
     s.scale = &sc;
@@ -303,86 +444,109 @@ StudyReport build_study_report(const ReportOptions& o) {
       cr.baseline = c.uniform ? nullptr : sc.baseline_of(c);
       cr.loss = loss_summary(c, o.confidence);
       if (cr.baseline) cr.diff = loss_difference(c, *cr.baseline, o.confidence);
-      cr.milestones = milestones(c, s.levels, o.confidence);
+      cr.milestones = milestones(c, cr.baseline, s.levels, o.confidence);
       cr.tasks = task_scores(c, cr.baseline, s.tasks);
-      cr.throughput = throughput(c, cr.baseline, o.confidence);
+      cr.throughput = measure_throughput(c, cr.baseline, o);
       add_delta(cr, o.confidence);
       s.configs.push_back(std::move(cr));
     }
-    // Milestone ratios against each configuration's uniform baseline.
-    for (auto& cr : s.configs) {
-      const StudyConfig* base = cr.baseline ? cr.baseline : cr.config;
-      auto it = std::find_if(s.configs.begin(), s.configs.end(), [&](const ConfigReport& x) { return x.config == base; });
-      if (it == s.configs.end()) continue;
-      for (size_t k = 0; k < cr.milestones.size(); ++k)
-        cr.milestones[k].ratio = cr.milestones[k].steps / it->milestones[k].steps;
-    }
     rep.scales.push_back(std::move(s));
   }
+  adjust_report(rep);
   return rep;
 }
 
+namespace {
+
+// The report's tables, their columns named, no rows yet.
+struct ReportTables {
+  Table loss, paired, miles, zero, thr, delta, curves, figures;
+  ReportTables() {
+    loss.columns = {"scale", "schedule", "heads", "settings", "parameters", "seeds", "val_loss_mean", "val_loss_ci_lo",
+                    "val_loss_ci_hi", "val_loss_sd_seeds", "val_loss_se_run", "unigram_val_loss", "diff_vs_uniform",
+                    "diff_ci_lo", "diff_ci_hi", "diff_p", "diff_p_holm", "diff_method", "diff_pairs", "diff_runs",
+                    "diff_baseline_runs", "confidence"};
+    paired.columns = {"scale", "schedule", "settings", "seed", "val_loss", "uniform_val_loss", "diff", "unigram_val_loss"};
+    miles.columns = {"scale", "schedule", "settings", "milestone", "level", "reached", "runs", "steps", "steps_ci_lo",
+                     "steps_ci_hi", "tokens", "steps_ratio_to_uniform", "ratio_ci_lo", "ratio_ci_hi", "ratio_pairs",
+                     "unigram_val_loss"};
+    zero.columns = {"scale", "schedule", "settings", "task", "seeds", "n", "acc", "acc_stderr", "acc_norm",
+                    "acc_norm_stderr", "acc_norm_diff_vs_uniform", "seed_pairs_tested", "item_comparisons",
+                    "only_this_right", "only_uniform_right", "mcnemar_p", "mcnemar_p_holm"};
+    thr.columns = {"scale", "schedule", "settings", "measured", "dtype", "uniform_tokens_per_s", "tokens_per_s",
+                   "ratio_to_uniform", "machine", "command", "note"};
+    delta.columns = {"scale", "schedule", "settings", "layer", "heads", "baseline_heads", "head_dim", "transition",
+                     "prism", "uniform", "delta", "batch_ci_lo", "batch_ci_hi", "seed_method", "seed_pairs",
+                     "seed_ci_lo", "seed_ci_hi", "seed_p", "seed_p_holm", "prism_normalized", "uniform_normalized",
+                     "delta_normalized", "batch_ci_normalized_lo", "batch_ci_normalized_hi", "seed_ci_normalized_lo",
+                     "seed_ci_normalized_hi", "seed_p_normalized", "seed_p_holm_normalized", "prism_runs",
+                     "baseline_runs"};
+    curves.columns = {"scale", "schedule", "settings", "run", "seed", "step", "tokens", "loss", "loss_se",
+                      "unigram_val_loss"};
+    figures.columns = {"file", "kind", "scale", "schedule", "title"};
+  }
+};
+
+}  // namespace
+
 std::vector<std::pair<std::string, Table>> report_tables(const StudyReport& rep) {
   const double conf = rep.options.confidence;
-  Table loss, paired, miles, zero, thr, delta, curves, figures;
-  loss.columns = {"scale", "schedule", "heads", "params", "seeds", "val_loss_mean", "val_loss_ci_lo", "val_loss_ci_hi",
-                  "val_loss_sd_seeds", "val_loss_se_run", "unigram_val_loss", "diff_vs_uniform", "diff_ci_lo",
-                  "diff_ci_hi", "diff_method", "diff_pairs", "confidence"};
-  paired.columns = {"scale", "schedule", "params", "seed", "val_loss", "uniform_val_loss", "diff", "unigram_val_loss"};
-  miles.columns = {"scale", "schedule", "params", "milestone", "level", "reached", "runs", "steps", "steps_ci_lo",
-                   "steps_ci_hi", "tokens", "steps_ratio_to_uniform", "unigram_val_loss"};
-  zero.columns = {"scale", "schedule", "params", "task", "seeds", "n", "acc", "acc_stderr", "acc_norm", "acc_norm_stderr",
-                  "acc_norm_diff_vs_uniform"};
-  thr.columns = {"scale", "schedule", "params", "seeds", "tokens_per_s", "pairs", "ratio_to_uniform", "ratio_ci_lo",
-                 "ratio_ci_hi"};
-  delta.columns = {"scale", "schedule", "params", "layer", "heads", "baseline_heads", "head_dim", "transition",
-                   "prism", "uniform", "delta", "batch_ci_lo", "batch_ci_hi", "seed_ci_lo", "seed_ci_hi",
-                   "prism_normalized", "uniform_normalized", "delta_normalized", "prism_runs", "baseline_runs"};
-  curves.columns = {"scale", "schedule", "params", "run", "seed", "step", "tokens", "loss", "loss_se",
-                    "unigram_val_loss"};
-  figures.columns = {"file", "kind", "scale", "schedule", "title"};
+  ReportTables tables;
+  Table &loss = tables.loss, &paired = tables.paired, &miles = tables.miles, &zero = tables.zero, &thr = tables.thr,
+        &delta = tables.delta, &curves = tables.curves, &figures = tables.figures;
   for (const auto& s : rep.scales) {
     const StudyScale& sc = *s.scale;
     const double unigram = sc.unigrams.size() == 1 ? sc.unigrams.front() : kNaN;
     figures.add({report_figure("loss", sc, nullptr), std::string("loss"), sc.label, std::string(""),
                  fmt::format("{}: validation loss (unigram baseline {})", sc.label,
-                             std::isfinite(unigram) ? fmt::format("{:.4f}", unigram) : "unknown")});
+                             std::isfinite(unigram) ? fmt::format("{:.4f}", unigram) : "unknown, or several")});
     for (const auto& cr : s.configs) {
       const StudyConfig& c = *cr.config;
       const std::string heads = heads_cell(c.heads);
+      const double u = c.unigram();
+      const int64_t params = c.parameters();
       const bool d = cr.diff.has_value();
-      loss.add({sc.label, c.schedule, heads, c.params, int64_t(cr.loss.seeds), cr.loss.mean, cr.loss.ci.lo,
-                cr.loss.ci.hi, cr.loss.sd, cr.loss.val_se, unigram, d ? cr.diff->mean : kNaN, d ? cr.diff->ci.lo : kNaN,
-                d ? cr.diff->ci.hi : kNaN, d ? cr.diff->method : std::string(), int64_t(d ? cr.diff->pairs : 0), conf});
+      loss.add({sc.label, c.schedule, heads, c.settings, params > 0 ? Cell(params) : Cell(), int64_t(cr.loss.seeds), cr.loss.mean,
+                cr.loss.ci.lo, cr.loss.ci.hi, cr.loss.sd, cr.loss.val_se, u, d ? cr.diff->mean : kNaN,
+                d ? cr.diff->ci.lo : kNaN, d ? cr.diff->ci.hi : kNaN, d ? cr.diff->p : kNaN, d ? cr.diff->p_holm : kNaN,
+                d ? cr.diff->method : std::string(), int64_t(d ? cr.diff->pairs : 0),
+                int64_t(d ? cr.diff->runs : 0), int64_t(d ? cr.diff->baseline_runs : 0), conf});
       if (d)
         for (const auto& [seed, v] : cr.diff->seeds)
-          paired.add({sc.label, c.schedule, c.params, int64_t(seed), v.first, v.second, v.first - v.second, unigram});
+          paired.add({sc.label, c.schedule, c.settings, int64_t(seed), v.first, v.second, v.first - v.second, u});
       for (size_t k = 0; k < cr.milestones.size(); ++k) {
         const auto& m = cr.milestones[k];
-        miles.add({sc.label, c.schedule, c.params, int64_t(k + 1), m.level, int64_t(m.reached), int64_t(m.runs), m.steps,
-                   m.steps_ci.lo, m.steps_ci.hi, m.tokens, m.ratio, unigram});
+        miles.add({sc.label, c.schedule, c.settings, int64_t(k + 1), m.level, int64_t(m.reached), int64_t(m.runs),
+                   m.steps, m.steps_ci.lo, m.steps_ci.hi, m.tokens, m.ratio, m.ratio_ci.lo, m.ratio_ci.hi,
+                   int64_t(m.ratio_pairs), u});
       }
       for (const auto& t : cr.tasks)
-        zero.add({sc.label, c.schedule, c.params, t.task, int64_t(t.seeds), t.n, t.acc, t.acc_stderr, t.acc_norm,
-                  t.acc_norm_stderr, t.acc_norm_diff});
+        zero.add({sc.label, c.schedule, c.settings, t.task, int64_t(t.seeds), t.n, t.acc, t.acc_stderr, t.acc_norm,
+                  t.acc_norm_stderr, t.acc_norm_diff, int64_t(t.test_pairs), t.compared, t.only_this, t.only_baseline,
+                  t.p, t.p_holm});
       const auto& th = cr.throughput;
-      thr.add({sc.label, c.schedule, c.params, int64_t(th.seeds), th.tokens_per_s, int64_t(th.pairs), th.ratio,
-               th.ratio_ci.lo, th.ratio_ci.hi});
+      if (!c.uniform)
+        thr.add({sc.label, c.schedule, c.settings, int64_t(th.measured), th.dtype, th.uniform_tokens_per_s,
+                 th.tokens_per_s, th.ratio, th.machine, th.command, th.note});
       if (cr.delta) {
-        for (const auto& r : cr.delta->rows) {
+        for (size_t l = 0; l < cr.delta->rows.size(); ++l) {
+          const auto& r = cr.delta->rows[l];
           const bool transition = std::find(cr.transitions.begin(), cr.transitions.end(), r.layer) != cr.transitions.end();
-          delta.add({sc.label, c.schedule, c.params, int64_t(r.layer), int64_t(r.heads), int64_t(r.baseline_heads),
+          delta.add({sc.label, c.schedule, c.settings, int64_t(r.layer), int64_t(r.heads), int64_t(r.baseline_heads),
                      int64_t(sc.d_model / r.heads), int64_t(transition), r.prism, r.baseline, r.delta, r.batch_ci.lo,
-                     r.batch_ci.hi, r.seed_ci.lo, r.seed_ci.hi, r.prism_normalized, r.baseline_normalized,
-                     r.delta_normalized, int64_t(cr.delta->prism_runs.size()), int64_t(cr.delta->baseline_runs.size())});
+                     r.batch_ci.hi, cr.delta->seed_method, int64_t(cr.delta->seed_pairs), r.seed_ci.lo, r.seed_ci.hi,
+                     r.seed_p, cr.delta_p_holm[l], r.prism_normalized, r.baseline_normalized, r.delta_normalized,
+                     r.batch_ci_normalized.lo, r.batch_ci_normalized.hi, r.seed_ci_normalized.lo,
+                     r.seed_ci_normalized.hi, r.seed_p_normalized, cr.delta_p_holm_normalized[l],
+                     int64_t(cr.delta->prism_runs.size()), int64_t(cr.delta->baseline_runs.size())});
         }
         figures.add({report_figure("delta", sc, &c), std::string("delta"), sc.label, c.label(),
                      fmt::format("{}: Delta D_l, {} - uniform (transitions dashed)", sc.label, c.label())});
       }
       for (const auto* r : c.runs)
         for (const auto& v : r->val)
-          curves.add({sc.label, c.schedule, c.params, r->name, int64_t(r->seed), v.step, v.tokens, v.loss, v.loss_se,
-                      r->unigram});
+          curves.add({sc.label, c.schedule, c.settings, r->name, int64_t(r->seed), v.step, v.tokens, v.loss,
+                      v.loss_se, r->unigram});
     }
   }
   return {{"final_loss.csv", loss},   {"paired.csv", paired}, {"milestones.csv", miles},

@@ -4,16 +4,21 @@
 //   - final validation loss: mean over seeds with its t-interval, the standard
 //     error of one run's loss over its validation batches, the unigram baseline;
 //   - Prism - uniform differences, paired by seed (same initial weights and data
-//     order) with their t-interval; Welch's interval when no seeds pair up;
+//     order) with their t-interval and p-value; Welch's when fewer than 2 seeds
+//     pair up; Holm-adjusted p-values over every difference in the report;
 //   - steps and tokens to validation-loss milestones taken from the runs' own
 //     range: evenly spaced levels from the uniform baseline's mean loss at
 //     `milestone_start` of its steps down to the highest final loss of any run
 //     (so every run reaches every level), each run's crossing interpolated
-//     between its evaluations;
-//   - zero-shot acc and acc_norm with their stderr (lm-evaluation-harness's);
-//   - training tokens/s against the uniform baseline, paired by seed;
+//     between its evaluations; the ratio to uniform paired by seed, with its
+//     interval;
+//   - zero-shot acc and acc_norm with their stderr over items (lm-evaluation-
+//     harness's), and against uniform McNemar's exact test on the same items;
+//   - training tokens/s against uniform, measured here by `prism bench train`
+//     (throughput_bench.h) when asked (bench_steps), never from the runs' times;
 //   - Delta D_l per layer (and its position-normalised form) with the schedule's
-//     transition points, from the runs' held-out profiles (seeds pooled).
+//     transition points, from the runs' held-out profiles, the seed interval
+//     paired by seed, Holm-adjusted p-values over every layer and schedule.
 // Attention distance is the project's own definition (the paper gives no
 // formula); the report says so. The numbers become tables (CSV) and a markdown
 // page; scripts/plot/study_report.py draws the figures the page links.
@@ -35,6 +40,12 @@ struct ReportOptions {
   int milestones = 5;             // validation-loss levels per scale
   double milestone_start = 0.1;   // the first level: the uniform loss at this share of its steps
   std::string title;              // "" : "Study report"
+  // Throughput: each schedule against uniform by `prism bench train` here
+  // (throughput_bench.h), this many timed steps per arm; 0: not measured.
+  int bench_steps = 0;
+  int bench_warmup = 3;
+  int bench_threads = 1;          // the CPU study trains one thread per run
+  std::string prism;              // the binary the bench runs ("": this one)
 };
 
 struct LossSummary {
@@ -45,10 +56,13 @@ struct LossSummary {
 };
 
 struct PairedDiff {
-  std::string method;             // "paired" (by seed), "welch" (no seeds pair up) or "one pair"
-  int pairs = 0;
+  std::string method;             // "paired" (by seed), "welch" (< 2 seeds pair up), "one pair" or "no pairs"
+  int pairs = 0;                  // seeds paired
+  int runs = 0, baseline_runs = 0;  // runs on each side (what Welch compares)
   double mean = 0;
   Interval ci{};
+  double p = 0;                   // two-sided p-value (paired t-test or Welch's), nominal; NaN: none
+  double p_holm = 0;              // Holm-adjusted over every loss difference of the report
   std::vector<std::pair<uint64_t, std::pair<double, double>>> seeds;  // seed -> (this, uniform)
 };
 
@@ -57,23 +71,34 @@ struct MilestoneCell {
   int reached = 0, runs = 0;      // runs whose curve reaches the level
   double steps = 0, tokens = 0;   // mean over runs (NaN unless every run reaches it)
   Interval steps_ci{};
-  double ratio = 0;               // steps / the uniform baseline's steps (NaN without one)
+  // steps / the uniform baseline's steps, paired by seed: the geometric mean of
+  // the per-seed ratios with the exponentiated t-interval of their logs (NaN
+  // without pairs; no interval below 2). Nominal.
+  int ratio_pairs = 0;
+  double ratio = 0;
+  Interval ratio_ci{};
 };
 
 struct TaskScore {
   std::string task;
   int seeds = 0;
   int64_t n = 0;                  // items
-  double acc = 0, acc_stderr = 0, acc_norm = 0, acc_norm_stderr = 0;  // means over seeds; stderr over items
+  double acc = 0, acc_stderr = 0, acc_norm = 0, acc_norm_stderr = 0;  // means over seeds; stderr: 1 SE over items
   double acc_norm_diff = 0;       // mean paired acc_norm - the uniform baseline's (NaN without pairs)
+  // acc_norm against uniform on the same items: per seed pair, items only this
+  // configuration got right and items only uniform got right, summed over the
+  // seed pairs with per-item results; McNemar's exact test of the two counts.
+  int test_pairs = 0;
+  int64_t compared = 0;           // item comparisons (items x seed pairs)
+  int64_t only_this = 0, only_baseline = 0;
+  double p = 0, p_holm = 0;       // NaN without a test; Holm over every zero-shot test of the report
 };
 
 struct Throughput {
-  int seeds = 0;
-  double tokens_per_s = 0;        // mean over runs
-  int pairs = 0;
-  double ratio = 0;               // mean over seeds of this / uniform tokens/s (ratio of means without pairs)
-  Interval ratio_ci{};
+  bool measured = false;
+  double uniform_tokens_per_s = 0, tokens_per_s = 0, ratio = 0;  // NaN unless measured
+  std::string dtype, machine, command;
+  std::string note;               // why it was not measured ("" when it was)
 };
 
 struct ConfigReport {
@@ -87,6 +112,9 @@ struct ConfigReport {
   std::optional<DistanceDelta> delta;
   std::vector<int> transitions;   // layers l >= 1 where the head count changes
   std::string delta_note;         // why there is no Delta D_l
+  // Holm-adjusted seed p-values per layer, over every layer of every schedule in
+  // the report (raw and position-normalised distance: two families).
+  std::vector<double> delta_p_holm, delta_p_holm_normalized;
 };
 
 struct ScaleReport {
@@ -105,6 +133,15 @@ struct StudyReport {
 
 // Throws prism::Error for bad options or sweep directories with nothing to report.
 StudyReport build_study_report(const ReportOptions& options);
+// The same from loaded runs (load_study, or runs a test makes); options.sweeps names them.
+StudyReport build_study_report(Study study, const ReportOptions& options);
+
+// A confidence level as a percentage, exactly: 0.95 -> "95%", 0.995 -> "99.5%".
+std::string confidence_percent(double confidence);
+// A count in the report's words: 999,950 -> "1.00M", 310,400 -> "310.4k", 152 -> "152".
+std::string report_count(double v);
+// A p-value: "0.043", "4.1e-05" below 0.001, "-" for NaN.
+std::string report_p(double p);
 
 // "gpt2-124m" -> "gpt2-124m", "12 x 96" -> "12x96", "3x3,6x3,12x6" -> "3x3-6x3-12x6": file-name parts.
 std::string report_slug(const std::string& text);

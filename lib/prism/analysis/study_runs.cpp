@@ -8,13 +8,16 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
-#include <map>
+#include <set>
 
 #include "prism/analysis/run_unigram.h"
 #include "prism/config/config.h"
+#include "prism/data/dataset.h"
 #include "prism/error.h"
 #include "prism/schedule/cost.h"
+#include "prism/store/checkpoint_reader.h"
 #include "prism/store/run_reader.h"
+#include "prism/store/safetensors.h"
 #include "prism/sweep/plan.h"
 #include "prism/sweep/post_trial.h"
 
@@ -25,8 +28,37 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// The seed is a grid axis like any other in sweep.yaml (params), but a configuration pools its seeds.
-bool is_seed_key(const std::string& key) { return key == "train.seed"; }
+// Keys that say how a run was carried out, not what was trained or measured.
+bool is_run_only_key(const std::string& key) {
+  return key == "train.seed" || key.rfind("schedule.", 0) == 0 || key == "train.threads" || key == "train.log_every" ||
+         key == "train.checkpoint_every";
+}
+
+// A number as people write it: the YAML emitter's 0.0030000000000000001 is 0.003
+// (the shortest text that reads back as the same double); other text is kept.
+std::string plain_number(const std::string& text) {
+  try {
+    size_t used = 0;
+    const double v = std::stod(text, &used);
+    if (used == text.size() && std::isfinite(v)) return fmt::format("{}", v);
+  } catch (const std::exception&) {
+  }
+  return text;
+}
+
+void flatten(const YAML::Node& node, const std::string& prefix, std::map<std::string, std::string>& out) {
+  if (node.IsMap()) {
+    for (const auto& kv : node) flatten(kv.second, prefix.empty() ? kv.first.as<std::string>() : prefix + "." + kv.first.as<std::string>(), out);
+    return;
+  }
+  if (node.IsScalar()) {
+    out[prefix] = plain_number(node.as<std::string>());
+    return;
+  }
+  YAML::Emitter e;
+  e << YAML::Flow << node;
+  out[prefix] = e.c_str();
+}
 
 std::vector<StudyEval> read_evals(const RunReader& r) {
   std::vector<StudyEval> out;
@@ -39,9 +71,63 @@ std::vector<StudyEval> read_evals(const RunReader& r) {
     s.acc_stderr = scalar("acc_stderr");
     s.acc_norm_stderr = scalar("acc_norm_stderr");
     s.n = e.values.has("n") ? e.values.integers("n", r.path()).at(0) : 0;
+    if (e.values.has("items/line") && e.values.has("items/label") && e.values.has("items/pred_norm")) {
+      s.item_line = e.values.integers("items/line", r.path());
+      const auto label = e.values.integers("items/label", r.path());
+      const auto pred = e.values.integers("items/pred_norm", r.path());
+      if (label.size() == s.item_line.size() && pred.size() == label.size())
+        for (size_t i = 0; i < label.size(); ++i) s.right_norm.push_back(pred[i] == label[i]);
+      else
+        s.item_line.clear();
+    }
     out.push_back(s);
   }
   return out;
+}
+
+// The model a run trained, from its stored config (the trainer resolves
+// `vocab_size: auto` before storing it; an older run's `auto` is resolved from
+// data.dir's prepare.json): its vocabulary and parameter count, the count from
+// its newest checkpoint's tensors when there is one. 0 for what neither tells:
+// never the preset's GPT-2 vocabulary by default.
+struct ModelFacts {
+  int64_t vocab = 0, parameters = 0;
+  std::string parameters_from;
+};
+
+ModelFacts model_facts(const RunReader& r, const std::string& run_dir) {
+  ModelFacts f;
+  try {
+    Config c = parse_config(YAML::Load(r.attributes().config), r.path());
+    bool known = !c.model.vocab_from_data;
+    if (!known) {
+      const DataDescription d = describe_data(c.data.dir);
+      known = d.prepared;  // unprepared or moved data: the vocabulary is unknown here
+      c.model.vocab_size = d.vocab_size;
+    }
+    if (known) {
+      f.vocab = c.model.vocab_size;
+      f.parameters = model_cost(c.model, c.schedule).params;
+      f.parameters_from = "config";
+    }
+  } catch (const std::exception&) {
+    // An unreadable config: the checkpoint below may still know the count.
+  }
+  if (const auto ckpt = latest_checkpoint(run_dir)) {
+    try {
+      int64_t n = 0;
+      for (const auto& t : safetensors_shapes((fs::path(*ckpt) / "model.safetensors").string())) {
+        int64_t k = 1;
+        for (int64_t d : t.second) k *= d;
+        n += k;
+      }
+      f.parameters = n;
+      f.parameters_from = "checkpoint";
+    } catch (const Error&) {
+      // A damaged checkpoint: the config's count stands.
+    }
+  }
+  return f;
 }
 
 StudyRun read_run(const Trial& t, const std::string& sweep, const std::string& run_dir) {
@@ -53,50 +139,161 @@ StudyRun read_run(const Trial& t, const std::string& sweep, const std::string& r
   s.heads = r.attributes().heads;
   s.uniform = t.baseline;
   s.seed = t.seed;
-  std::vector<std::string> p;
-  for (const auto& [k, v] : t.params)
-    if (!is_seed_key(k)) p.push_back(k + "=" + v);
-  s.params = fmt::format("{}", fmt::join(p, ", "));
+  s.experiment = experiment_keys(t.config);
   s.max_steps = t.max_steps;
   s.val = r.val();
   const auto train = r.train();
   if (!train.empty()) {
     s.steps = train.back().step;
     s.tokens = train.back().tokens;
-    s.train_time_s = train.back().time_s;
   }
   s.unigram = run_unigram_val_loss(r.attributes());
+  const ModelFacts facts = model_facts(r, run_dir);
+  s.parameters = facts.parameters;
+  s.parameters_from = facts.parameters_from;
+  s.vocab_size = facts.vocab;
   s.evals = read_evals(r);
   if (r.has_group("attention/heldout")) s.profile = read_profile(r, false);
   if (s.profile) s.profile->source = t.name;
   return s;
 }
 
-struct Shape {
-  std::string label;
-  int n_layer, d_model, n_head;
-  int64_t parameters;
-};
-
-Shape shape_of(const Trial& t) {
+RunShape shape_of(const Trial& t) {
   const Config c = parse_config(YAML::Load(t.config), "trial " + t.name);
-  Shape s{c.model.preset.empty() ? fmt::format("{} x {}", c.model.n_layer, c.model.d_model) : c.model.preset,
-          c.model.n_layer, c.model.d_model, c.model.n_head, model_cost(c.model, c.schedule).params};
+  RunShape s;
+  s.label = c.model.preset.empty() ? fmt::format("{} x {}", c.model.n_layer, c.model.d_model) : c.model.preset;
+  s.n_layer = c.model.n_layer;
+  s.d_model = c.model.d_model;
+  s.n_head = c.model.n_head;
   return s;
+}
+
+bool same_shape(const RunShape& a, const StudyScale& s) {
+  return a.label == s.label && a.n_layer == s.n_layer && a.d_model == s.d_model && a.n_head == s.n_head;
+}
+
+// The keys whose values differ among `runs` (a key missing from a run counts as a value).
+std::vector<std::string> varying_keys(const std::vector<const StudyRun*>& runs) {
+  std::set<std::string> keys;
+  for (const auto* r : runs)
+    for (const auto& kv : r->experiment) keys.insert(kv.first);
+  std::vector<std::string> out;
+  for (const auto& k : keys) {
+    std::set<std::string> values;
+    for (const auto* r : runs) {
+      auto it = r->experiment.find(k);
+      values.insert(it == r->experiment.end() ? std::string("(unset)") : it->second);
+    }
+    if (values.size() > 1) out.push_back(k);
+  }
+  return out;
+}
+
+std::string settings_of(const StudyRun& r, const std::vector<std::string>& keys) {
+  std::vector<std::string> parts;
+  for (const auto& k : keys) {
+    auto it = r.experiment.find(k);
+    parts.push_back(k + "=" + (it == r.experiment.end() ? std::string("(unset)") : it->second));
+  }
+  return fmt::format("{}", fmt::join(parts, ", "));
 }
 
 }  // namespace
 
+std::map<std::string, std::string> experiment_keys(const std::string& resolved_yaml) {
+  std::map<std::string, std::string> all;
+  flatten(YAML::Load(resolved_yaml), "", all);
+  std::map<std::string, std::string> out;
+  for (const auto& kv : all)
+    if (!is_run_only_key(kv.first)) out.insert(kv);
+  return out;
+}
+
 double StudyRun::final_val() const { return val.empty() ? kNaN : val.back().loss; }
 double StudyRun::final_val_se() const { return val.empty() ? kNaN : val.back().loss_se; }
-double StudyRun::tokens_per_s() const { return train_time_s > 0 ? static_cast<double>(tokens) / train_time_s : kNaN; }
 
-std::string StudyConfig::label() const { return params.empty() ? schedule : schedule + " (" + params + ")"; }
+std::string StudyConfig::label() const { return settings.empty() ? schedule : schedule + " (" + settings + ")"; }
+
+int64_t StudyConfig::max_steps() const { return runs.empty() ? 0 : runs.front()->max_steps; }
+
+double StudyConfig::unigram() const {
+  double u = kNaN;
+  for (const auto* r : runs) {
+    if (!std::isfinite(r->unigram)) return kNaN;
+    if (std::isfinite(u) && std::abs(u - r->unigram) > 1e-9) return kNaN;
+    u = r->unigram;
+  }
+  return u;
+}
+
+int64_t StudyConfig::parameters() const {
+  int64_t n = 0;
+  for (const auto* r : runs) {
+    if (r->parameters <= 0 || (n != 0 && n != r->parameters)) return 0;
+    n = r->parameters;
+  }
+  return n;
+}
 
 const StudyConfig* StudyScale::baseline_of(const StudyConfig& c) const {
   for (const auto& b : configs)
-    if (b.uniform && b.params == c.params) return &b;
+    if (b.uniform && b.settings == c.settings) return &b;
   return nullptr;
+}
+
+void group_study(Study& study, const std::vector<RunShape>& shapes) {
+  if (shapes.size() != study.runs.size())
+    throw Error(fmt::format("{} shapes for {} runs", shapes.size(), study.runs.size()), "group_study",
+                "give one shape per run");
+  study.scales.clear();
+  std::vector<std::vector<size_t>> members;  // per scale: its runs
+  for (size_t i = 0; i < study.runs.size(); ++i) {
+    const RunShape& sh = shapes[i];
+    auto sc = std::find_if(study.scales.begin(), study.scales.end(), [&](const StudyScale& s) { return same_shape(sh, s); });
+    if (sc == study.scales.end()) {
+      StudyScale s;
+      s.label = sh.label;
+      s.n_layer = sh.n_layer;
+      s.d_model = sh.d_model;
+      s.n_head = sh.n_head;
+      study.scales.push_back(s);
+      members.emplace_back();
+      sc = study.scales.end() - 1;
+    }
+    members[static_cast<size_t>(sc - study.scales.begin())].push_back(i);
+  }
+  for (size_t s = 0; s < study.scales.size(); ++s) {
+    StudyScale& sc = study.scales[s];
+    std::vector<const StudyRun*> runs;
+    for (size_t i : members[s]) runs.push_back(&study.runs[i]);
+    sc.varying = varying_keys(runs);
+    for (size_t i : members[s]) {
+      StudyRun& run = study.runs[i];
+      run.settings = settings_of(run, sc.varying);
+      if (std::find(sc.sweeps.begin(), sc.sweeps.end(), run.sweep) == sc.sweeps.end()) sc.sweeps.push_back(run.sweep);
+      if (std::isfinite(run.unigram) && std::none_of(sc.unigrams.begin(), sc.unigrams.end(),
+                                                     [&](double u) { return std::abs(u - run.unigram) < 1e-9; }))
+        sc.unigrams.push_back(run.unigram);
+      auto cf = std::find_if(sc.configs.begin(), sc.configs.end(),
+                             [&](const StudyConfig& c) { return c.heads == run.heads && c.settings == run.settings; });
+      if (cf == sc.configs.end()) {
+        StudyConfig c;
+        c.heads = run.heads;
+        c.uniform = run.uniform;
+        c.schedule = run.uniform ? "uniform" : HeadSchedule(run.heads).compact();
+        c.settings = run.settings;
+        sc.configs.push_back(c);
+        cf = sc.configs.end() - 1;
+      }
+      cf->runs.push_back(&run);
+    }
+    for (auto& c : sc.configs)
+      std::sort(c.runs.begin(), c.runs.end(), [](const StudyRun* a, const StudyRun* b) { return a->seed < b->seed; });
+    std::stable_sort(sc.configs.begin(), sc.configs.end(), [](const StudyConfig& a, const StudyConfig& b) {
+      if (a.uniform != b.uniform) return a.uniform;
+      return a.settings != b.settings ? a.settings < b.settings : a.schedule < b.schedule;
+    });
+  }
 }
 
 Study load_study(const std::vector<std::string>& sweep_dirs) {
@@ -104,34 +301,51 @@ Study load_study(const std::vector<std::string>& sweep_dirs) {
     throw Error("no sweep directories given", "prism report", "pass the study's sweep directories");
   Study study;
   study.sweeps = sweep_dirs;
-  std::vector<Shape> shapes;  // per run
-  std::map<std::string, std::string> seen;  // configuration and seed -> the sweep that gave it
-  // Runs are kept in a vector that grows; configs point into it once it is complete.
+  std::vector<RunShape> shapes;  // per run
+  std::map<std::string, size_t> seen;  // the run's identity -> its index in study.runs
   for (const auto& dir : sweep_dirs) {
     const fs::path yaml = fs::path(dir) / "sweep.yaml";
     if (!fs::exists(yaml))
       throw Error("not a sweep directory (no sweep.yaml)", dir, "pass directories that prism sweep made");
     const SweepPlan plan = plan_from_yaml(yaml.string());
     std::vector<std::string> unfinished;
+    struct Duplicates {
+      int count = 0;
+      std::vector<std::string> differing;
+    };
+    std::map<std::string, Duplicates> duplicates;  // by the sweep that keeps the runs
     for (const auto& t : plan.trials) {
       if (!final_run_completed(plan, dir, t)) {
         unfinished.push_back(t.name);
         continue;
       }
-      Shape shape = shape_of(t);
-      std::string params;
-      for (const auto& [k, v] : t.params)
-        if (!is_seed_key(k)) params += k + "=" + v + ";";
-      const std::string id = fmt::format("{}|{}|{}|{}", shape.label, t.schedule.list(), params, t.seed);
+      const RunShape shape = shape_of(t);
+      std::string id = fmt::format("{}|{}|{}|", shape.label, fmt::join(t.schedule.heads(), ","), t.seed);
+      for (const auto& kv : experiment_keys(t.config)) id += kv.first + "=" + kv.second + ";";
+      const std::string run_dir = final_run_dir(plan, dir, t);
       if (seen.count(id)) {
-        study.notes.push_back(fmt::format("{}: {} (seed {}) is already in {}; the first is kept", dir, t.name, t.seed,
-                                          seen[id]));
+        const StudyRun& kept = study.runs[seen[id]];
+        const auto val = RunReader(run_dir).val();
+        const double other = val.empty() ? kNaN : val.back().loss;
+        auto& d = duplicates[kept.sweep];
+        ++d.count;
+        if (kept.final_val() != other)  // the same configuration and seed, another result: say which
+          d.differing.push_back(fmt::format("{} (final validation loss {:.6f} there, {:.6f} here)", t.name,
+                                            kept.final_val(), other));
         continue;
       }
-      seen[id] = dir;
-      study.runs.push_back(read_run(t, dir, final_run_dir(plan, dir, t)));
+      seen[id] = study.runs.size();
+      study.runs.push_back(read_run(t, dir, run_dir));
       shapes.push_back(shape);
     }
+    for (const auto& [kept_in, d] : duplicates)
+      study.notes.push_back(fmt::format(
+          "{}: {} trial(s) are the same configuration and seed as runs of {}, which are kept; {}", dir, d.count,
+          kept_in,
+          d.differing.empty()
+              ? std::string("their final validation losses are identical")
+              : fmt::format("{} of them ended differently (trained by another build?): {}", d.differing.size(),
+                            fmt::join(d.differing, "; "))));
     if (!unfinished.empty()) {
       const size_t shown = std::min<size_t>(unfinished.size(), 6);
       study.notes.push_back(fmt::format(
@@ -145,41 +359,7 @@ Study load_study(const std::vector<std::string>& sweep_dirs) {
   if (study.runs.empty())
     throw Error("no trial of these sweeps has completed its full budget", sweep_dirs.front(),
                 "run the sweeps to the end first (prism sweep DIR)");
-  for (size_t i = 0; i < study.runs.size(); ++i) {
-    const StudyRun& run = study.runs[i];
-    const Shape& sh = shapes[i];
-    auto sc = std::find_if(study.scales.begin(), study.scales.end(), [&](const StudyScale& s) {
-      return s.label == sh.label && s.n_layer == sh.n_layer && s.d_model == sh.d_model && s.n_head == sh.n_head;
-    });
-    if (sc == study.scales.end()) {
-      study.scales.push_back({sh.label, sh.n_layer, sh.d_model, sh.n_head, sh.parameters, {}, {}, {}});
-      sc = study.scales.end() - 1;
-    }
-    if (std::find(sc->sweeps.begin(), sc->sweeps.end(), run.sweep) == sc->sweeps.end()) sc->sweeps.push_back(run.sweep);
-    if (std::isfinite(run.unigram) &&
-        std::none_of(sc->unigrams.begin(), sc->unigrams.end(), [&](double u) { return std::abs(u - run.unigram) < 1e-9; }))
-      sc->unigrams.push_back(run.unigram);
-    auto cf = std::find_if(sc->configs.begin(), sc->configs.end(),
-                           [&](const StudyConfig& c) { return c.heads == run.heads && c.params == run.params; });
-    if (cf == sc->configs.end()) {
-      StudyConfig c;
-      c.heads = run.heads;
-      c.uniform = run.uniform;
-      c.schedule = run.uniform ? "uniform" : HeadSchedule(run.heads).compact();
-      c.params = run.params;
-      sc->configs.push_back(c);
-      cf = sc->configs.end() - 1;
-    }
-    cf->runs.push_back(&run);
-  }
-  for (auto& sc : study.scales) {
-    for (auto& c : sc.configs)
-      std::sort(c.runs.begin(), c.runs.end(), [](const StudyRun* a, const StudyRun* b) { return a->seed < b->seed; });
-    std::stable_sort(sc.configs.begin(), sc.configs.end(), [](const StudyConfig& a, const StudyConfig& b) {
-      if (a.uniform != b.uniform) return a.uniform;
-      return a.params != b.params ? a.params < b.params : a.schedule < b.schedule;
-    });
-  }
+  group_study(study, shapes);
   return study;
 }
 

@@ -71,29 +71,62 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
   write_file_atomic(path, out);
 }
 
-Safetensors load_safetensors(const std::string& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
+namespace {
+
+Error corrupt_file(const std::string& path, const std::string& why) {
+  return Error(fmt::format("not a valid safetensors file ({})", why), path,
+               "the file is truncated or not a checkpoint; use another checkpoint or retrain");
+}
+
+// Opens `path` and reads its JSON header; `size` is the file's size and `hlen` the header's.
+nlohmann::ordered_json read_header(std::ifstream& in, const std::string& path, uint64_t& size, uint64_t& hlen) {
+  in.open(path, std::ios::binary | std::ios::ate);
   if (!in) throw Error("cannot open safetensors file", path, "check the path");
-  const auto size = static_cast<uint64_t>(in.tellg());
+  size = static_cast<uint64_t>(in.tellg());
   in.seekg(0);
-  auto corrupt = [&](const std::string& why) {
-    return Error(fmt::format("not a valid safetensors file ({})", why), path,
-                 "the file is truncated or not a checkpoint; use another checkpoint or retrain");
-  };
-  if (size < 8) throw corrupt("shorter than its 8-byte header length");
+  if (size < 8) throw corrupt_file(path, "shorter than its 8-byte header length");
   unsigned char len_bytes[8];
   in.read(reinterpret_cast<char*>(len_bytes), 8);
-  uint64_t hlen = 0;
+  hlen = 0;
   for (int i = 0; i < 8; ++i) hlen |= static_cast<uint64_t>(len_bytes[i]) << (8 * i);
-  if (hlen > size - 8 || hlen > (100u << 20)) throw corrupt("header length beyond the file");
+  if (hlen > size - 8 || hlen > (100u << 20)) throw corrupt_file(path, "header length beyond the file");
   std::string h(hlen, '\0');
   in.read(h.data(), static_cast<std::streamsize>(hlen));
-  nlohmann::ordered_json header;
   try {
-    header = nlohmann::ordered_json::parse(h);
+    return nlohmann::ordered_json::parse(h);
   } catch (const nlohmann::json::exception& e) {
-    throw corrupt(std::string("header is not JSON: ") + e.what());
+    throw corrupt_file(path, std::string("header is not JSON: ") + e.what());
   }
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::vector<int64_t>>> safetensors_shapes(const std::string& path) {
+  std::ifstream in;
+  uint64_t size = 0, hlen = 0;
+  const auto header = read_header(in, path, size, hlen);
+  std::vector<std::pair<std::string, std::vector<int64_t>>> out;
+  for (const auto& item : header.items()) {
+    if (item.key() == "__metadata__") continue;
+    const auto& shape = item.value().is_object() && item.value().contains("shape") ? item.value().at("shape")
+                                                                                 : nlohmann::ordered_json();
+    if (!shape.is_array()) throw corrupt_file(path, fmt::format("tensor '{}' has no shape list", item.key()));
+    std::vector<int64_t> dims;
+    for (const auto& x : shape) {
+      if (!x.is_number_unsigned() || x.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+        throw corrupt_file(path, fmt::format("tensor '{}': shape holds {}", item.key(), x.dump()));
+      dims.push_back(static_cast<int64_t>(x.get<uint64_t>()));
+    }
+    out.emplace_back(item.key(), dims);
+  }
+  return out;
+}
+
+Safetensors load_safetensors(const std::string& path) {
+  std::ifstream in;
+  uint64_t size = 0, hlen = 0;
+  nlohmann::ordered_json header = read_header(in, path, size, hlen);
+  auto corrupt = [&](const std::string& why) { return corrupt_file(path, why); };
   const uint64_t base = 8 + hlen, data_size = size - base;
   std::string data(data_size, '\0');
   in.read(data.data(), static_cast<std::streamsize>(data_size));

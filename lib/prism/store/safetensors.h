@@ -28,4 +28,8 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
 // Throws prism::Error for a missing, truncated or malformed file.
 Safetensors load_safetensors(const std::string& path);
 
+// Each tensor's name and shape, from the header alone (no tensor data is read):
+// a checkpoint's parameter count without loading it. Throws like load_safetensors.
+std::vector<std::pair<std::string, std::vector<int64_t>>> safetensors_shapes(const std::string& path);
+
 }  // namespace prism
