@@ -177,7 +177,8 @@ int prepare(const std::vector<std::string>& args) {
   if (s.skipped > 0)
     std::cout << fmt::format("  skipped {} bad records (--skip-bad; listed in {}/prepare.json)\n", with_commas(s.skipped), s.output);
   if (s.resumed_shards > 0)
-    std::cout << fmt::format("  resumed: {} shards came from the stopped run\n", s.resumed_shards);
+    std::cout << fmt::format("  resumed: {} shard{} came from the stopped run\n", s.resumed_shards,
+                             s.resumed_shards == 1 ? "" : "s");
   std::cout << fmt::format("  unigram baseline: {:.4f} nats per validation token (a model must beat this to use context)\n",
                            s.unigram_val_loss);
   std::cout << fmt::format("  {} on {} thread{} ({:.1f} MB/s of text, {}/s{})\n", duration(s.seconds), threads,

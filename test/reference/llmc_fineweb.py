@@ -12,11 +12,12 @@ int32 (20240520, 1, count) and the tokens as uint16. What differs: the documents
 come from local Parquet / JSONL files (not load_dataset's download) and the
 encoding is tiktoken's gpt2 built offline from a ranks file (tiktoken_gpt2.py).
 
-  llmc_fineweb.py fixture OUT [--text-dir DIR] [--repeat R]
+  llmc_fineweb.py fixture OUT [--text-dir DIR] [--repeat R] [--all-paragraphs]
       writes a small corpus in FineWeb's Parquet layout (two files, several row
       groups, snappy and zstd) and the same documents as JSONL (plain, gzip in two
-      members, zstd), from paragraphs of the Austen chapters plus edge cases
-      (empty, whitespace, "<|endoftext|>" as text, NUL, CRLF, many scripts, a long one)
+      members, zstd), from the first 400 paragraphs of the Austen chapters (all of
+      them, ~4 MB: --all-paragraphs) plus edge cases (empty, whitespace,
+      "<|endoftext|>" as text, NUL, CRLF, many scripts, a long one)
   llmc_fineweb.py bad OUT
       Parquet files a reader must refuse by row: bad_utf8.parquet (row 3 is not
       UTF-8), null.parquet (row 2 is null), numbers.parquet (`text` holds int64)
@@ -59,9 +60,9 @@ def austen_paragraphs(text_dir):
     return paras
 
 
-def fixture_documents(text_dir):
+def fixture_documents(text_dir, all_paragraphs=False):
     paras = austen_paragraphs(text_dir) if text_dir else []
-    docs = [p for p in paras[:400]]
+    docs = list(paras) if all_paragraphs else paras[:400]
     edge = [
         "",
         "   ",
@@ -93,8 +94,8 @@ def fineweb_table(docs, first):
     })
 
 
-def write_fixture(out, text_dir, repeat):
-    docs = fixture_documents(text_dir) * repeat
+def write_fixture(out, text_dir, repeat, all_paragraphs):
+    docs = fixture_documents(text_dir, all_paragraphs) * repeat
     half = len(docs) // 2
     os.makedirs(os.path.join(out, "parquet"), exist_ok=True)
     # Two files as a FineWeb snapshot has them (000_00000.parquet, ...), several row groups each.
@@ -226,6 +227,7 @@ def main():
     f.add_argument("out")
     f.add_argument("--text-dir", default="")
     f.add_argument("--repeat", type=int, default=1)
+    f.add_argument("--all-paragraphs", action="store_true")
     b = sub.add_parser("bad")
     b.add_argument("out")
     s = sub.add_parser("shards")
@@ -239,7 +241,7 @@ def main():
     s.add_argument("--text-column", default="text")
     a = ap.parse_args()
     if a.mode == "fixture":
-        write_fixture(a.out, a.text_dir, a.repeat)
+        write_fixture(a.out, a.text_dir, a.repeat, a.all_paragraphs)
     elif a.mode == "bad":
         write_bad(a.out)
     else:

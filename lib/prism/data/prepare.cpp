@@ -423,7 +423,8 @@ PrepareSummary prepare_in_stage(const PrepareOptions& opt, const std::vector<Inp
   shards.finish();
   shards.record(run.state);
   run.progress.done = true;
-  report(opt, run, shards, source.bytes_total());
+  const bool cut = opt.max_tokens > 0 && shards.tokens() >= opt.max_tokens;  // the rest of the input stays unread
+  report(opt, run, shards, cut ? run.progress.bytes_done : source.bytes_total());
   copy_vocabulary(vocab_source, staged_vocab);
 
   std::error_code ec;
