@@ -369,7 +369,8 @@ PrepareSummary prepare_in_stage(const PrepareOptions& opt, const std::vector<Inp
   const fs::path out_dir(opt.output);
   DocumentSource source(files, read_options(opt), opt.shuffle_seed);
   const std::string given_vocab = opt.vocab.empty() ? default_vocab_path() : opt.vocab;
-  if (opt.train_vocab == 0) Gpt2Tokenizer{given_vocab};  // a bad vocabulary fails here, naming the fix
+  std::optional<Gpt2Tokenizer> tokenizer;
+  if (opt.train_vocab == 0) tokenizer.emplace(given_vocab);  // a bad vocabulary fails here, naming the fix
   const std::string settings = settings_text(opt, files, given_vocab);
   std::string why;
   std::optional<PrepareState> resumed = stage.resume(settings, &why);
@@ -390,7 +391,8 @@ PrepareSummary prepare_in_stage(const PrepareOptions& opt, const std::vector<Inp
   if (!why.empty()) notice(fmt::format("starting over: the stopped preparation in {} does not fit: {}", stage.dir(), why));
   if (opt.train_vocab > 0 && !resumed) train_vocabulary(source, opt, staged_vocab);
   const std::string vocab_source = opt.train_vocab > 0 ? staged_vocab : given_vocab;
-  const Gpt2Tokenizer tok(vocab_source);
+  if (opt.train_vocab > 0) tokenizer.emplace(vocab_source);
+  const Gpt2Tokenizer& tok = *tokenizer;
   const std::string name = opt.name.empty() ? out_dir.filename().string() : opt.name;
   ShardSequence shards(stage.dir(), name.empty() ? "corpus" : name, static_cast<uint64_t>(opt.val_tokens),
                        static_cast<uint64_t>(opt.shard_tokens), tok.vocab_size());
