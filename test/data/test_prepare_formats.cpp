@@ -391,3 +391,19 @@ TEST_CASE("prepare: the CLI reads JSONL by --text-key, shows tokens/s and report
   CHECK_THAT(r.output, Catch::Contains("tokens/s") && Catch::Contains("MB/s") && Catch::Contains("ETA") &&
                            Catch::Contains("40 documents") && Catch::Contains("skipped 1 bad records"));
 }
+
+TEST_CASE("prepare: the FineWeb recipes carry llm.c's settings", "[data][formats]") {
+  for (const auto& [recipe, name] : {std::pair<std::string, std::string>{"fineweb10B", "fineweb"}, {"fineweb-edu10B", "edu_fineweb"}}) {
+    INFO(recipe);
+    const PrepareOptions o = load_recipe(source_path("data/recipes/" + recipe + ".yaml"));
+    CHECK(o.name == name);  // fineweb.py's file names: <name>_val_000000.bin, <name>_train_000001.bin, ...
+    CHECK(o.val_tokens == 100000000);
+    CHECK(o.shard_tokens == 100000000);
+    CHECK(o.format == "parquet");
+    CHECK(o.text_column == "text");
+    CHECK(!o.shuffle_seed);
+    CHECK(o.vocab.empty());  // GPT-2's
+    CHECK(o.train_vocab == 0);
+    CHECK_THAT(o.fetch_hint, Catch::Contains("huggingface-cli download HuggingFaceFW/"));
+  }
+}

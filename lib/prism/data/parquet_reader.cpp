@@ -53,7 +53,18 @@ struct ParquetColumnReader::Impl {
 
   InputError error(const std::string& what) const { return InputError(what, path, kBadFileFix); }
 
+  // Arrow reports some damage by exceptions (parquet::ParquetException), some by Status.
   void open(std::shared_ptr<arrow::io::RandomAccessFile> f) {
+    try {
+      open_file(std::move(f));
+    } catch (const InputError&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw error(std::string("not a readable Parquet file: ") + e.what());
+    }
+  }
+
+  void open_file(std::shared_ptr<arrow::io::RandomAccessFile> f) {
     file = std::move(f);
     // The system allocator: bounded by what is live (a caching allocator would keep
     // its peak), and seen by the sanitizers when the reader is fuzzed.
@@ -65,12 +76,7 @@ struct ParquetColumnReader::Impl {
     arrow_props.set_use_threads(false);
     arrow_props.set_pre_buffer(false);
     arrow_props.set_batch_size(1024);
-    std::unique_ptr<parquet::ParquetFileReader> raw;
-    try {
-      raw = parquet::ParquetFileReader::Open(file, props);
-    } catch (const std::exception& e) {
-      throw error(std::string("not a readable Parquet file: ") + e.what());
-    }
+    std::unique_ptr<parquet::ParquetFileReader> raw = parquet::ParquetFileReader::Open(file, props);
     const auto meta = raw->metadata();
     first_row.push_back(0);
     for (int g = 0; g < meta->num_row_groups(); ++g) {
