@@ -20,7 +20,8 @@ namespace prism {
 
 namespace {
 
-constexpr size_t kRawBuffer = size_t(1) << 20;
+constexpr size_t kRawBuffer = size_t(256) << 10;  // file bytes read at a time
+constexpr size_t kLineRead = size_t(256) << 10;   // decompressed bytes asked for at a time
 constexpr const char* kDamagedFix =
     "check the file (gzip -t / zstd -t), fetch it again, or pass --skip-bad to skip the rest of the file";
 
@@ -252,7 +253,7 @@ bool LineReader::fill() {
     buf_offset_ += begin_;
     begin_ = 0;
   }
-  if (buf_.size() - end_ < (size_t(1) << 20)) buf_.resize(std::max<size_t>(buf_.size() * 2, size_t(4) << 20));
+  if (buf_.size() - end_ < kLineRead) buf_.resize(std::max<size_t>(buf_.size() * 2, 2 * kLineRead));
   size_t n = file_->read(&buf_[end_], buf_.size() - end_);
   if (n == 0) eof_ = true;
   end_ += n;
