@@ -359,19 +359,8 @@ std::vector<std::string> swap_in(const fs::path& out_dir, const std::vector<std:
 }
 
 
-// The preparation proper, in the staging directory; `kept` is set once there is work worth
-// keeping for a rerun (a complete shard).
-PrepareSummary prepare_in_stage(const PrepareOptions& opt, const std::vector<InputFile>& files, PrepareStage& stage,
-                                Clock::time_point start, size_t& kept) {
-  auto notice = [&](const std::string& line) {
-    if (opt.notice) opt.notice(line);
-  };
-  const fs::path out_dir(opt.output);
-  DocumentSource source(files, read_options(opt), opt.shuffle_seed);
-  const std::string given_vocab = opt.vocab.empty() ? default_vocab_path() : opt.vocab;
-  std::optional<Gpt2Tokenizer> tokenizer;
-  if (opt.train_vocab == 0) tokenizer.emplace(given_vocab);  // a bad vocabulary fails here, naming the fix
-  const std::string settings = settings_text(opt, files, given_vocab);
+// The stopped run to continue from, if one fits this run; a notice says why one does not.
+std::optional<PrepareState> resumable(const PrepareOptions& opt, PrepareStage& stage, const std::string& settings) {
   std::string why;
   std::optional<PrepareState> resumed = stage.resume(settings, &why);
   // A stopped run that skipped bad records made shards a run without --skip-bad would not make.
@@ -388,7 +377,57 @@ PrepareSummary prepare_in_stage(const PrepareOptions& opt, const std::vector<Inp
     resumed.reset();
     stage.clear();
   }
-  if (!why.empty()) notice(fmt::format("starting over: the stopped preparation in {} does not fit: {}", stage.dir(), why));
+  if (!why.empty() && opt.notice)
+    opt.notice(fmt::format("starting over: the stopped preparation in {} does not fit: {}", stage.dir(), why));
+  return resumed;
+}
+
+// Moves the staged shards and vocabulary into the output, prepare.json last (its presence
+// means the shards are whole).
+PrepareSummary publish(const PrepareOptions& opt, const std::vector<InputFile>& files, const ShardSequence& shards,
+                       const Run& run, const Gpt2Tokenizer& tok, const std::string& staged_vocab, size_t resumed_shards,
+                       Clock::time_point start) {
+  const fs::path out_dir(opt.output);
+  std::error_code ec;
+  std::ofstream(out_dir / kSwapMarker).put('\n');
+  fs::remove(out_dir / kManifest, ec);
+  PrepareSummary s;
+  s.output = opt.output;
+  s.shards = swap_in(out_dir, shards.files());
+  fs::rename(staged_vocab, out_dir / "vocab.tiktoken");
+  s.vocab = (out_dir / "vocab.tiktoken").string();
+  s.vocab_size = tok.vocab_size();
+  s.vocab_trained = opt.train_vocab > 0;
+  s.unigram_val_loss = shards.unigram_val_loss();
+  s.files = files.size();
+  s.documents = run.state.documents;
+  s.bytes = run.state.text_bytes;
+  s.tokens = shards.tokens();
+  s.val_tokens = shards.counts().front();
+  s.train_tokens = s.tokens - s.val_tokens;
+  s.skipped = run.state.skipped;
+  s.resumed_shards = resumed_shards;
+  s.seconds = since(start);
+  write_manifest(out_dir / kManifest, opt, s, files, run.state);
+  fs::remove(out_dir / kSwapMarker, ec);
+  return s;
+}
+
+// The preparation proper, in the staging directory; `kept` is set once there is work worth
+// keeping for a rerun (a complete shard).
+PrepareSummary prepare_in_stage(const PrepareOptions& opt, const std::vector<InputFile>& files, PrepareStage& stage,
+                                Clock::time_point start, size_t& kept) {
+  auto notice = [&](const std::string& line) {
+    if (opt.notice) opt.notice(line);
+  };
+  const fs::path out_dir(opt.output);
+  DocumentSource source(files, read_options(opt), opt.shuffle_seed);
+  const std::string given_vocab = opt.vocab.empty() ? default_vocab_path() : opt.vocab;
+  std::optional<Gpt2Tokenizer> tokenizer;
+  if (opt.train_vocab == 0) tokenizer.emplace(given_vocab);  // a bad vocabulary fails here, naming the fix
+  const std::string settings = settings_text(opt, files, given_vocab);
+  const std::optional<PrepareState> resumed = resumable(opt, stage, settings);
+  const std::string staged_vocab = stage.file("vocab.tiktoken");
   if (opt.train_vocab > 0 && !resumed) train_vocabulary(source, opt, staged_vocab);
   const std::string vocab_source = opt.train_vocab > 0 ? staged_vocab : given_vocab;
   if (opt.train_vocab > 0) tokenizer.emplace(vocab_source);
@@ -428,30 +467,7 @@ PrepareSummary prepare_in_stage(const PrepareOptions& opt, const std::vector<Inp
   const bool cut = opt.max_tokens > 0 && shards.tokens() >= opt.max_tokens;  // the rest of the input stays unread
   report(opt, run, shards, cut ? run.progress.bytes_done : source.bytes_total());
   copy_vocabulary(vocab_source, staged_vocab);
-
-  std::error_code ec;
-  std::ofstream(out_dir / kSwapMarker).put('\n');
-  fs::remove(out_dir / kManifest, ec);
-  PrepareSummary s;
-  s.output = opt.output;
-  s.shards = swap_in(out_dir, shards.files());
-  fs::rename(staged_vocab, out_dir / "vocab.tiktoken");
-  s.vocab = (out_dir / "vocab.tiktoken").string();
-  s.vocab_size = tok.vocab_size();
-  s.vocab_trained = opt.train_vocab > 0;
-  s.unigram_val_loss = shards.unigram_val_loss();
-  s.files = files.size();
-  s.documents = run.state.documents;
-  s.bytes = run.state.text_bytes;
-  s.tokens = shards.tokens();
-  s.val_tokens = shards.counts().front();
-  s.train_tokens = s.tokens - s.val_tokens;
-  s.skipped = run.state.skipped;
-  s.resumed_shards = resumed ? resumed->shards.size() : 0;
-  s.seconds = since(start);
-  write_manifest(out_dir / kManifest, opt, s, files, run.state);
-  fs::remove(out_dir / kSwapMarker, ec);
-  return s;
+  return publish(opt, files, shards, run, tok, staged_vocab, resumed ? resumed->shards.size() : 0, start);
 }
 
 }  // namespace
