@@ -20,6 +20,7 @@
 #include "prism/data/input_error.h"
 #include "prism/data/parquet_reader.h"
 #include "prism/data/prepare.h"
+#include "prism/data/prepare_state.h"
 #include "prism/data/shard.h"
 #include "prism/data/tokenizer.h"
 #include "prism/error.h"
@@ -406,4 +407,20 @@ TEST_CASE("prepare: the FineWeb recipes carry llm.c's settings", "[data][formats
     CHECK(o.train_vocab == 0);
     CHECK_THAT(o.fetch_hint, Catch::Contains("huggingface-cli download HuggingFaceFW/"));
   }
+}
+
+TEST_CASE("prepare: a second preparation of the same output stops while the first holds it", "[data][formats][resume]") {
+  TempDir dir("prism-stage-lock");
+  const std::string out = dir.file("corpus");
+  {
+    PrepareStage first(out);
+    CHECK(first.dir() == dir.file(".corpus.prepare"));
+    CHECK_THROWS_WITH(PrepareStage(out), Catch::Contains("another `prism data prepare` is writing this output") &&
+                                             Catch::Contains(".corpus.prepare"));
+    write_file(first.file("stale.bin"), "left by a run of other settings");
+    first.clear();
+    CHECK(!fs::exists(first.file("stale.bin")));
+  }
+  PrepareStage again(out);  // released with the first
+  CHECK(fs::is_directory(again.dir()));
 }

@@ -24,6 +24,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kState = "resume.json";
+constexpr const char* kLock = "lock";
 
 fs::path stage_path(const std::string& output) {
   fs::path out = fs::absolute(output).lexically_normal();
@@ -79,14 +80,17 @@ PrepareStage::PrepareStage(const std::string& output) : dir_(stage_path(output).
   if (ec)
     throw Error(fmt::format("cannot create the staging directory: {}", ec.message()), dir_,
                 "the directory that holds the output must be writable");
-  lock_fd_ = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (lock_fd_ < 0 || ::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+  // A lock file, not the directory: flock on NFS becomes a POSIX lock, which needs a file open
+  // for writing. Where the file system has no locks at all, the preparation goes on unlocked.
+  lock_fd_ = ::open((fs::path(dir_) / kLock).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock_fd_ >= 0 && ::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
-    if (lock_fd_ >= 0) ::close(lock_fd_);
-    lock_fd_ = -1;
-    throw Error(err == EWOULDBLOCK ? "another `prism data prepare` is writing this output"
-                                   : fmt::format("cannot lock the staging directory: {}", std::strerror(err)),
-                dir_, "wait for it to finish (or stop it); a second run continues where the first stopped");
+    if (err == EWOULDBLOCK) {
+      ::close(lock_fd_);
+      lock_fd_ = -1;
+      throw Error("another `prism data prepare` is writing this output", dir_,
+                  "wait for it to finish (or stop it); a second run continues where the first stopped");
+    }
   }
 }
 
@@ -120,7 +124,7 @@ std::optional<PrepareState> PrepareStage::resume(const std::string& settings, st
     if (!state && why_not) *why_not = why;
   }
   // Keep what the state names (and the trained vocabulary); everything else is stale.
-  std::set<std::string> keep;
+  std::set<std::string> keep = {kLock};
   if (state) {
     keep.insert(state->shards.begin(), state->shards.end());
     keep.insert(kState);
@@ -140,6 +144,7 @@ void PrepareStage::save(const PrepareState& state) {
 
 void PrepareStage::clear() {
   for (const auto& e : fs::directory_iterator(dir_)) {
+    if (e.path().filename() == kLock) continue;
     std::error_code ec;
     fs::remove_all(e.path(), ec);
   }
