@@ -424,3 +424,17 @@ TEST_CASE("prepare: a second preparation of the same output stops while the firs
   PrepareStage again(out);  // released with the first
   CHECK(fs::is_directory(again.dir()));
 }
+
+TEST_CASE("bench prepare runs llm.c's pipeline and prism on the same documents and checks their shards agree",
+          "[data][formats][bench][cli]") {
+  if (!have_parquet()) return;
+  Fixture fx;
+  auto r = run(fmt::format("cd '{}' && '{}' bench prepare '{}' -j 1 --rounds 1 --shard-tokens 5000 --vocab '{}' "
+                           "--python '{}'",
+                           source_path(""), PRISM_BINARY, fx.parquet(), vocab_path(), PRISM_PYTHON));
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains("409") && Catch::Contains("shards byte for byte identical: yes") &&
+                           Catch::Contains("llm.c fineweb.py logic, Pool(1) (baseline)") &&
+                           Catch::Contains("M tokens/s/core") && Catch::Contains("x llm.c's pipeline"));
+}
