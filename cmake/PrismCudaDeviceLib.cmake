@@ -1,5 +1,5 @@
 # prism_device_lib: what prism-device-bench and prism_device_tests need and no more:
-# the kernels (CPU + CUDA), lib/prism/attention with the CUDA binding, the GPT model
+# the kernels (CPU + CUDA), every op binding of lib/prism/ops (the CUDA one included), the GPT model
 # with its LM-head loss, fused bias + GELU, residual add + LayerNorm and bf16 working copies, and what those
 # need (error, model_config, attention back-end names, head schedules).
 # LibTorch alone: fmt header-only from LibTorch's bundled copy; no yaml-cpp, HDF5,
@@ -20,16 +20,15 @@ set(PRISM_DEVICE_SOURCES
   ${_src}/lib/prism/config/attention_backend.cpp
   ${_src}/lib/prism/schedule/head_schedule.cpp
   ${_src}/lib/prism/schedule/rules.cpp
-  ${_src}/lib/prism/model/add_layer_norm.cpp
-  ${_src}/lib/prism/model/bias_gelu.cpp
   ${_src}/lib/prism/model/gpt.cpp
-  ${_src}/lib/prism/model/lm_loss.cpp
   ${_src}/lib/prism/model/working_copies.cpp)
-file(GLOB_RECURSE _attention CONFIGURE_DEPENDS ${_src}/lib/prism/attention/*.cpp)
+# Every op binding (lib/prism/ops: attention and its back ends, the fused epilogues,
+# the LM-head loss, AdamW); the CUDA binding only with the CUDA back end.
+file(GLOB_RECURSE _ops CONFIGURE_DEPENDS ${_src}/lib/prism/ops/*.cpp)
 if(NOT PRISM_WITH_CUDA)
-  list(FILTER _attention EXCLUDE REGEX "/attention/cuda/")
+  list(FILTER _ops EXCLUDE REGEX "/ops/cuda/")
 endif()
-list(APPEND PRISM_DEVICE_SOURCES ${_attention})
+list(APPEND PRISM_DEVICE_SOURCES ${_ops})
 
 if(TARGET prism_lib)
   add_library(prism_device_lib STATIC EXCLUDE_FROM_ALL ${PRISM_DEVICE_SOURCES})

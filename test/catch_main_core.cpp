@@ -3,4 +3,9 @@
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
-int main(int argc, char** argv) { return Catch::Session().run(argc, argv); }
+#include "catch_labels.h"
+
+int main(int argc, char** argv) {
+  if (prism_test::list_labels_if_asked(argc, argv)) return 0;
+  return Catch::Session().run(argc, argv);
+}

@@ -3,6 +3,8 @@
 // reference scripts, reading whole files.
 #include <string>
 
+#include "test_paths.h"
+
 namespace prism::test {
 
 struct Process {

@@ -12,7 +12,7 @@
 #include <iostream>
 
 #include "benches.h"
-#include "prism/attention/cuda/cuda_attention.h"
+#include "prism/ops/cuda/cuda_attention.h"
 #include "reference.h"
 #include "timing.h"
 

@@ -12,7 +12,7 @@
 #include <iostream>
 
 #include "benches.h"
-#include "prism/model/lm_loss.h"
+#include "prism/ops/lm_loss.h"
 #include "timing.h"
 
 namespace prism::device_bench {

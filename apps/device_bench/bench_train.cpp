@@ -18,7 +18,7 @@
 #include "prism/config/attention_backend.h"
 #include "prism/config/model_config.h"
 #include "prism/model/gpt.h"
-#include "prism/model/lm_loss.h"
+#include "prism/ops/lm_loss.h"
 #include "timing.h"
 
 namespace prism::device_bench {

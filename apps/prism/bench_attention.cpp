@@ -1,5 +1,5 @@
 // prism bench attention: forward + backward time, peak extra memory and a
-// correctness check of each attention back end (lib/prism/attention/benchmark.h),
+// correctness check of each attention back end (lib/prism/ops/attention_benchmark.h),
 // printed as ratios to SDPA and to the reference measured in the same run.
 #include <ATen/Version.h>
 #include <fmt/format.h>
@@ -13,9 +13,9 @@
 
 #include "bench.h"
 #include "cli.h"
-#include "prism/attention/allocation_tracker.h"
-#include "prism/attention/benchmark.h"
-#include "prism/attention/cpu_code_paths.h"
+#include "prism/ops/allocation_tracker.h"
+#include "prism/ops/attention_benchmark.h"
+#include "prism/ops/cpu_code_paths.h"
 #include "prism/error.h"
 
 namespace prism::cli {

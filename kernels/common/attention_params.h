@@ -1,7 +1,7 @@
 #pragma once
 // Parameters of the fused causal attention kernels, shared by the CPU (kernels/cpu)
 // and CUDA (kernels/cuda) back ends. Plain C++: raw pointers, sizes and strides
-// in elements, no LibTorch types. lib/prism/attention fills these from tensors.
+// in elements, no LibTorch types. lib/prism/ops fills these from tensors.
 //
 // Layout: q, k, v, o, dout, dq, dk, dv are (B, T, H, D) with unit stride along
 // D and arbitrary strides along B, T and H, so the strided q/k/v views of a

@@ -3,7 +3,7 @@
 // 64 x 64 tiles with an online softmax, the log-sum-exp saved for the backward,
 // the attention-distance telemetry sum_j p_ij (i - j) carried through the
 // online softmax, and no T x T buffer anywhere. Plain C++: the caller
-// (lib/prism/attention) fills the shared params structs and provides the
+// (lib/prism/ops) fills the shared params structs and provides the
 // workspace.
 //
 // One kernel source (attention_kernel-inl.h) written on Google Highway and

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "test_paths.h"
 #include "analysis/analysis_support.h"
 
 using namespace prism::test;

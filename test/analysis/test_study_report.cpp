@@ -16,6 +16,7 @@
 
 #include <torch/torch.h>
 
+#include "test_paths.h"
 #include "analysis/analysis_support.h"
 #include "prism/analysis/table.h"
 #include "prism/store/run_reader.h"

@@ -14,7 +14,7 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
-#include "prism/attention/cuda/cuda_attention.h"
+#include "prism/ops/cuda/cuda_attention.h"
 #endif
 
 namespace {

@@ -1,6 +1,8 @@
 // The folders are the library boundary (lib/CMakeLists.txt): prism_core is the
 // folders named in PRISM_CORE_FOLDERS plus the top-level files, and none of it may
 // include LibTorch, directly or through a prism header from a torch folder.
+// And one folder, lib/prism/ops, is the only adapter between tensors and kernels/:
+// no other file of lib/ or apps/ includes a kernels/ header.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
@@ -10,15 +12,20 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <unistd.h>
+
+#include "test_paths.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
 const fs::path kLib = fs::path(PRISM_SOURCE_DIR) / "lib";
+const fs::path kKernels = fs::path(PRISM_SOURCE_DIR) / "kernels";
+const fs::path kOps = kLib / "prism" / "ops";
 
 std::string read_text(const fs::path& p) {
   std::ifstream in(p);
@@ -49,29 +56,101 @@ std::vector<fs::path> core_files(const std::set<std::string>& folders) {
   return files;
 }
 
-// What is wrong with one core file's includes ("" when nothing is).
-std::string include_problems(const fs::path& file, const std::set<std::string>& folders) {
-  static const std::regex include_line(R"(^\s*#\s*include\s*([<"])([^>"]+)[>"])");
-  static const std::regex torch_header(R"(^(torch|ATen|c10|caffe2)/)");
-  static const std::regex prism_header(R"(^prism/(([^/]+)/)?[^/]+$)");
-  std::string problems;
+// Each #include of a file: its line number and the header it names.
+std::vector<std::pair<int, std::string>> includes_of(const fs::path& file) {
+  static const std::regex include_line(R"(^\s*#\s*include\s*[<"]([^>"]+)[>"])");
+  std::vector<std::pair<int, std::string>> out;
   std::istringstream lines(read_text(file));
   int number = 0;
   for (std::string line; std::getline(lines, line);) {
     ++number;
     std::smatch m;
-    if (!std::regex_search(line, m, include_line)) continue;
-    const std::string header = m[2].str();
+    if (std::regex_search(line, m, include_line)) out.emplace_back(number, m[1].str());
+  }
+  return out;
+}
+
+// What is wrong with one core file's includes ("" when nothing is).
+std::string include_problems(const fs::path& file, const std::set<std::string>& folders) {
+  static const std::regex torch_header(R"(^(torch|ATen|c10|caffe2)/)");
+  static const std::regex prism_header(R"(^prism/(([^/]+)/)?[^/]+$)");
+  std::string problems;
+  for (const auto& inc : includes_of(file)) {
+    const std::string& header = inc.second;
     std::smatch p;
     if (std::regex_search(header, torch_header))
-      problems += fmt::format("{}:{}: includes LibTorch ({})\n", file.string(), number, header);
+      problems += fmt::format("{}:{}: includes LibTorch ({})\n", file.string(), inc.first, header);
     else if (std::regex_match(header, p, prism_header) && p[2].matched && !folders.count(p[2].str()))
-      problems += fmt::format("{}:{}: includes {} from {}/, a LibTorch folder\n", file.string(), number, header, p[2].str());
+      problems += fmt::format("{}:{}: includes {} from {}/, a LibTorch folder\n", file.string(), inc.first, header,
+                              p[2].str());
   }
   return problems;
 }
 
+bool is_source(const fs::path& p) {
+  const auto ext = p.extension();
+  return ext == ".h" || ext == ".cpp" || ext == ".cu" || ext == ".cuh" || ext == ".inc";
+}
+
+// Every source file of lib/ and apps/ outside lib/prism/ops.
+std::vector<fs::path> files_outside_ops() {
+  std::vector<fs::path> files;
+  for (const fs::path root : {kLib, fs::path(PRISM_SOURCE_DIR) / "apps"})
+    for (auto it = fs::recursive_directory_iterator(root); it != fs::recursive_directory_iterator(); ++it) {
+      if (it->is_directory() && it->path() == kOps) {
+        it.disable_recursion_pending();
+        continue;
+      }
+      if (it->is_regular_file() && is_source(it->path())) files.push_back(it->path());
+    }
+  return files;
+}
+
+// The includes of a kernels/ header in one file ("" when none): a header that exists
+// under kernels/ (the kernels' include root, as in "cpu/adamw.h"), or one spelled kernels/...
+std::string kernel_includes(const fs::path& file) {
+  std::string found;
+  for (const auto& inc : includes_of(file)) {
+    const std::string& header = inc.second;
+    const bool spelled = header.rfind("kernels/", 0) == 0;
+    if (spelled || fs::is_regular_file(kKernels / header))
+      found += fmt::format("{}:{}: includes {}{}\n", file.string(), inc.first, spelled ? "" : "kernels/", header);
+  }
+  return found;
+}
+
 }  // namespace
+
+TEST_CASE("only lib/prism/ops includes kernels/: model/, train/ and the commands call ops", "[layout]") {
+  const std::vector<fs::path> files = files_outside_ops();
+  REQUIRE(files.size() > 100);
+  std::string problems;
+  for (const auto& f : files) problems += kernel_includes(f);
+  INFO("Fix: put the binding (tensors to kernel parameters) in lib/prism/ops and call it from there "
+       "(lib/prism/ops/README.md says where a new op goes)");
+  CHECK(problems == "");
+  // The rule is live: the bindings in ops/ are found by the same check.
+  CHECK(kernel_includes(kOps / "attention_fused.cpp").find("includes kernels/cpu/attention_cpu.h") != std::string::npos);
+  CHECK(kernel_includes(kOps / "adamw.cpp").find("includes kernels/cpu/adamw.h") != std::string::npos);
+}
+
+TEST_CASE("the kernel-include check finds kernels/ headers by either spelling", "[layout]") {
+  const fs::path dir = fs::temp_directory_path() / fmt::format("prism-layout-k-{}", ::getpid());
+  fs::create_directories(dir);
+  const fs::path bad = dir / "bad.cpp";
+  {
+    std::ofstream out(bad);
+    out << "#include \"prism/ops/adamw.h\"\n#include \"cpu/adamw.h\"\n#include <vector>\n"
+           "#include \"kernels/common/attention_params.h\"\n#include \"cuda/no_such_header.h\"\n";
+  }
+  const std::string problems = kernel_includes(bad);
+  fs::remove_all(dir);
+  CHECK(problems.find(":2: includes kernels/cpu/adamw.h") != std::string::npos);
+  CHECK(problems.find(":4: includes kernels/common/attention_params.h") != std::string::npos);
+  CHECK(problems.find(":1:") == std::string::npos);
+  CHECK(problems.find(":3:") == std::string::npos);
+  CHECK(problems.find(":5:") == std::string::npos);
+}
 
 TEST_CASE("prism_core's folders include no LibTorch and no header of a LibTorch folder", "[layout]") {
   const std::set<std::string> folders = core_folders();
@@ -80,7 +159,7 @@ TEST_CASE("prism_core's folders include no LibTorch and no header of a LibTorch 
   REQUIRE(files.size() > 20);
   std::string problems;
   for (const auto& f : files) problems += include_problems(f, folders);
-  INFO("Fix: move the file to a LibTorch folder (model/ attention/ train/ ...), or the torch-free "
+  INFO("Fix: move the file to a LibTorch folder (model/ ops/ train/ ...), or the torch-free "
        "part it needs into a core folder");
   CHECK(problems == "");
 }

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 
+#include "test_paths.h"
 #include "prism/sweep/local_launcher.h"
 #include "prism/sweep/sweep_dir.h"
 #include "sweep/sweep_support.h"

@@ -8,6 +8,7 @@
 #include <regex>
 #include <thread>
 
+#include "test_paths.h"
 #include "sweep/sweep_support.h"
 
 using namespace prism::test;

@@ -11,6 +11,7 @@
 #include <map>
 #include <thread>
 
+#include "test_paths.h"
 #include "prism/sweep/sweep_dir.h"
 #include "sweep/sweep_support.h"
 

@@ -5,8 +5,8 @@
 #include <cmath>
 
 #include "prism/error.h"
-#include "prism/model/bias_gelu.h"
-#include "prism/model/lm_loss.h"
+#include "prism/ops/bias_gelu.h"
+#include "prism/ops/lm_loss.h"
 #include "prism/schedule/rules.h"
 
 namespace prism {

@@ -7,8 +7,8 @@
 #include <optional>
 #include <vector>
 
-#include "prism/attention/attention.h"
-#include "prism/model/add_layer_norm.h"
+#include "prism/ops/attention.h"
+#include "prism/ops/add_layer_norm.h"
 #include "prism/config/model_config.h"
 #include "prism/model/working_copies.h"
 #include "prism/schedule/head_schedule.h"

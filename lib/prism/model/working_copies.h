@@ -8,7 +8,7 @@
 // has a bf16 copy that requires grad: the forward's matmuls read it in place of
 // the master, the backward leaves their bf16 gradient on it, and the optimizer
 // reads that gradient and writes the next copy in its own pass over the weight
-// (kernels/cpu/adamw.h). The token embedding's lookup still reads the fp32
+// (prism/ops/adamw.h). The token embedding's lookup still reads the fp32
 // master, whose sparse gradient (the batch's rows) is added to the copy's
 // dense one by the optimizer. The copies' values are those autocast would
 // compute (the master rounded to the nearest bf16), so a step's arithmetic is

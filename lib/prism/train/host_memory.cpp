@@ -8,6 +8,14 @@
 #include <malloc.h>
 #endif
 
+#if defined(__SANITIZE_ADDRESS__)
+#define PRISM_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PRISM_ASAN 1
+#endif
+#endif
+
 namespace prism {
 
 const char* const kKeepFreedHostMemoryTunables =
@@ -30,7 +38,9 @@ HostMemoryPolicy apply() {
     p.reason = "GLIBC_TUNABLES sets glibc.malloc.*: left as given";
     return p;
   }
-#if defined(__GLIBC__)
+#if defined(PRISM_ASAN)
+  p.reason = "AddressSanitizer's allocator replaces the C library's malloc: its defaults";
+#elif defined(__GLIBC__)
   // Every block comes from the heap (no mmap: 0 mmapped blocks at most), and the heap's
   // top is never trimmed (-1: never). mallopt returns 1 on success. Keep
   // kKeepFreedHostMemoryTunables (above) the same setting.

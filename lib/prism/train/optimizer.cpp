@@ -1,7 +1,7 @@
 #include "prism/train/optimizer.h"
 
-#include "cpu/adamw.h"
-#include "prism/attention/cpu_code_paths.h"
+#include "prism/ops/adamw.h"
+#include "prism/ops/cpu_code_paths.h"
 
 namespace prism {
 
@@ -67,16 +67,7 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
       auto* st = static_cast<torch::optim::AdamWParamState*>(slot.get());
       if (copy) {
         // This parameter and its working copy, in one pass of our kernel.
-        kernels::cpu::AdamWTensor t;
-        t.param = p.data_ptr<float>();
-        if (g.scalar_type() == torch::kBFloat16) t.grad_bf16 = reinterpret_cast<const uint16_t*>(g.data_ptr());
-        else t.grad_f32 = g.data_ptr<float>();
-        if (!cg->rows.empty()) t.extra = {g.size(1), cg->rows.data()};
-        t.exp_avg = st->exp_avg().data_ptr<float>();
-        t.exp_avg_sq = st->exp_avg_sq().data_ptr<float>();
-        t.copy_bf16 = reinterpret_cast<uint16_t*>(copy->copy.data_ptr());
-        t.n = p.numel();
-        kernels::cpu::AdamWHyper h;
+        AdamWHyperparameters h;
         h.lr = o.lr();
         h.beta1 = std::get<0>(o.betas());
         h.beta2 = std::get<1>(o.betas());
@@ -84,7 +75,7 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
         h.weight_decay = o.weight_decay();
         h.step = st->step() + 1;
         h.grad_scale = grad_scale;
-        kernels::cpu::adamw_step(t, h);
+        adamw_step_with_copy(p, g, cg->rows, st->exp_avg(), st->exp_avg_sq(), copy->copy, h);
         copies_->written(*copy);
         st->step(st->step() + 1);
         continue;
@@ -108,11 +99,6 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
 
 void set_learning_rate(torch::optim::Optimizer& opt, double lr) {
   for (auto& g : opt.param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
-}
-
-const char* adamw_cpu_target() {
-  attention::check_cpu_isa_env();  // PRISM_CPU_ISA holds this kernel too; a bad value is refused with its fix
-  return kernels::cpu::adamw_target();
 }
 
 }  // namespace prism

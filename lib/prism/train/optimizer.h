@@ -36,7 +36,7 @@ class FusedAdamW : public torch::optim::AdamW {
   void set_grad_scale(torch::Tensor scale) { grad_scale_ = std::move(scale); }
 
   // bf16 working copies (prism/model/working_copies.h): a parameter that has
-  // one is stepped by our AdamW kernel (kernels/cpu/adamw.h: the same update,
+  // one is stepped by our AdamW kernel (prism/ops/adamw.h: the same update,
   // reading the copy's bf16 gradient with the master's sparse rows, or the
   // master's folded fp32 one, and writing the new copy in the same pass); the
   // others by ATen's fused kernel. The optimizer's state (per master parameter)
@@ -51,7 +51,5 @@ class FusedAdamW : public torch::optim::AdamW {
 // FusedAdamW with nanoGPT's two groups.
 std::unique_ptr<torch::optim::AdamW> make_adamw(torch::nn::Module& model, const TrainConfig& t);
 void set_learning_rate(torch::optim::Optimizer& opt, double lr);
-// The Highway target FusedAdamW's own kernel (parameters with working copies) runs on here.
-const char* adamw_cpu_target();
 
 }  // namespace prism

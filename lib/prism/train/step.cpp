@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "cpu/adamw.h"
+#include "prism/ops/adamw.h"
 #include "prism/train/optimizer.h"
 
 namespace prism {
@@ -90,10 +90,7 @@ StepResult optimizer_step(GPT& model, torch::optim::Optimizer& opt, const Execut
       // A copy's bf16 gradient and its master's sparse rows. ATen's norm of a bf16
       // tensor rounds its result to bf16, and asked for an fp32 result it converts
       // the whole tensor first.
-      kernels::cpu::ExtraRows extra;
-      if (!cg->rows.empty()) extra = {g.size(1), cg->rows.data()};
-      bf16_squares +=
-          kernels::cpu::sum_squares_bf16(reinterpret_cast<const uint16_t*>(g.data_ptr()), g.numel(), extra);
+      bf16_squares += bf16_sum_squares(g, cg->rows);
       any_bf16 = true;
     } else {
       norms.push_back(g.norm(2));

@@ -13,6 +13,7 @@
 #include "prism/error.h"
 #include "prism/schedule/cost.h"
 #include "prism/model/gpt.h"
+#include "prism/ops/adamw.h"
 #include "prism/store/run_store.h"
 #include "prism/atomic_file.h"
 #include "prism/train/checkpoint.h"

@@ -1,7 +1,7 @@
 // Binding of the CUDA attention kernels: checks the tensors, fills the params
 // structs of kernels/common (kernel_params.h, shared with the CPU binding), runs on the current stream under a device guard,
 // and wraps forward and backward in one autograd Function.
-#include "prism/attention/cuda/cuda_attention.h"
+#include "prism/ops/cuda/cuda_attention.h"
 
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -11,7 +11,7 @@
 #include <cstdint>
 
 #include "cuda/attention_cuda.h"
-#include "prism/attention/kernel_params.h"
+#include "prism/ops/kernel_params.h"
 #include "prism/error.h"
 
 namespace prism::attention {

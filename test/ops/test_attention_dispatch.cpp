@@ -5,9 +5,9 @@
 
 #include <vector>
 
-#include "attention/attention_testing.h"
-#include "prism/attention/attention.h"
-#include "prism/attention/cpu_code_paths.h"
+#include "ops/attention_testing.h"
+#include "prism/ops/attention.h"
+#include "prism/ops/cpu_code_paths.h"
 #include "prism/error.h"
 #include "prism/model/gpt.h"
 #include "error_checks.h"

@@ -1,4 +1,4 @@
-#include "prism/model/lm_loss.h"
+#include "prism/ops/lm_loss.h"
 
 #include <ATen/autocast_mode.h>
 #include <ATen/record_function.h>
@@ -7,7 +7,7 @@
 #include <limits>
 
 #include "cpu/lm_softmax.h"
-#include "prism/attention/cpu_code_paths.h"
+#include "prism/ops/cpu_code_paths.h"
 
 namespace prism {
 

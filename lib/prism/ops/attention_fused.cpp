@@ -1,12 +1,12 @@
-#include "prism/attention/fused.h"
+#include "prism/ops/attention_fused.h"
 
 #include <fmt/format.h>
 
 #include <cmath>
 
 #include "cpu/attention_cpu.h"
-#include "prism/attention/cpu_code_paths.h"
-#include "prism/attention/kernel_params.h"
+#include "prism/ops/cpu_code_paths.h"
+#include "prism/ops/kernel_params.h"
 #include "prism/error.h"
 
 namespace prism::attention {

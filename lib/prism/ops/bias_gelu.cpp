@@ -1,10 +1,10 @@
-#include "prism/model/bias_gelu.h"
+#include "prism/ops/bias_gelu.h"
 
 #include <ATen/record_function.h>
 
 #include "cpu/bias_gelu.h"
-#include "prism/attention/cpu_code_paths.h"
-#include "prism/model/kernel_rows.h"
+#include "prism/ops/cpu_code_paths.h"
+#include "prism/ops/kernel_rows.h"
 
 namespace prism {
 

@@ -1,7 +1,7 @@
 #pragma once
 // The one entry point for causal self-attention. The model calls only this;
 // back ends (plain LibTorch reference, LibTorch SDPA, the fused CPU kernel,
-// the CUDA kernel) plug in behind it. This directory is the only adapter
+// the CUDA kernel) plug in behind it. This folder, lib/prism/ops, is the only adapter
 // between at::Tensor and kernels/.
 #include <torch/torch.h>
 

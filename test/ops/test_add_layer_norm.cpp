@@ -1,6 +1,6 @@
 // The residual add + LayerNorm: the kernels (kernels/cpu/layer_norm.h) on every
 // Highway target this CPU runs and their scalar reference against LibTorch math in
-// double, and the autograd op (prism/model/add_layer_norm.h) against `x + r` and
+// double, and the autograd op (prism/ops/add_layer_norm.h) against `x + r` and
 // torch::layer_norm, gradients included, in fp32 and under bf16 autocast.
 #include <catch2/catch.hpp>
 #include <ATen/autocast_mode.h>
@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "cpu/layer_norm.h"
-#include "prism/model/add_layer_norm.h"
+#include "prism/ops/add_layer_norm.h"
 
 namespace kc = prism::kernels::cpu;
 

@@ -7,11 +7,11 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
-#include "attention/attention_testing.h"
-#include "prism/attention/allocation_tracker.h"
-#include "prism/attention/attention.h"
-#include "prism/attention/cpu_code_paths.h"
-#include "prism/attention/fused.h"
+#include "ops/attention_testing.h"
+#include "prism/ops/allocation_tracker.h"
+#include "prism/ops/attention.h"
+#include "prism/ops/cpu_code_paths.h"
+#include "prism/ops/attention_fused.h"
 #include "prism/error.h"
 
 using namespace prism;

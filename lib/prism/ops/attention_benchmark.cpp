@@ -1,4 +1,4 @@
-#include "prism/attention/benchmark.h"
+#include "prism/ops/attention_benchmark.h"
 
 #include <fmt/format.h>
 
@@ -6,9 +6,9 @@
 #include <chrono>
 #include <ctime>
 
-#include "prism/attention/allocation_tracker.h"
-#include "prism/attention/attention.h"
-#include "prism/attention/fused.h"
+#include "prism/ops/allocation_tracker.h"
+#include "prism/ops/attention.h"
+#include "prism/ops/attention_fused.h"
 
 namespace prism::attention {
 

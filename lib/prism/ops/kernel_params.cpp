@@ -1,4 +1,4 @@
-#include "prism/attention/kernel_params.h"
+#include "prism/ops/kernel_params.h"
 
 #include <fmt/format.h>
 

@@ -10,7 +10,7 @@
 #include <functional>
 #include <string>
 
-#include "prism/attention/attention.h"
+#include "prism/ops/attention.h"
 
 namespace prism::test {
 

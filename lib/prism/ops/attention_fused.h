@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "prism/attention/attention.h"
+#include "prism/ops/attention.h"
 
 namespace prism::attention {
 

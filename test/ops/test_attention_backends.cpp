@@ -12,9 +12,9 @@
 #include <map>
 #include <vector>
 
-#include "attention/attention_testing.h"
-#include "prism/attention/attention.h"
-#include "prism/attention/fused.h"
+#include "ops/attention_testing.h"
+#include "prism/ops/attention.h"
+#include "prism/ops/attention_fused.h"
 
 using namespace prism;
 using namespace prism::test;

@@ -1,4 +1,4 @@
-#include "prism/attention/allocation_tracker.h"
+#include "prism/ops/allocation_tracker.h"
 
 #include <c10/core/CPUAllocator.h>
 

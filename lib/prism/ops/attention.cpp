@@ -1,14 +1,14 @@
-#include "prism/attention/attention.h"
+#include "prism/ops/attention.h"
 
 #include <ATen/record_function.h>
 #include <fmt/format.h>
 
-#include "prism/attention/cpu_code_paths.h"
-#include "prism/attention/fused.h"
-#include "prism/attention/kernel_params.h"
+#include "prism/ops/cpu_code_paths.h"
+#include "prism/ops/attention_fused.h"
+#include "prism/ops/kernel_params.h"
 #include "prism/error.h"
 #ifdef PRISM_WITH_CUDA
-#include "prism/attention/cuda/cuda_attention.h"
+#include "prism/ops/cuda/cuda_attention.h"
 #endif
 
 namespace prism::attention {

@@ -1,6 +1,6 @@
 // LibTorch's own fused attention (at::scaled_dot_product_attention): the
 // baseline the fused kernel is measured against. No distance telemetry.
-#include "prism/attention/attention.h"
+#include "prism/ops/attention.h"
 
 namespace prism::attention {
 

@@ -1,7 +1,7 @@
 // Ground truth for every other back end: explicit T x T probabilities.
 #include <cmath>
 
-#include "prism/attention/attention.h"
+#include "prism/ops/attention.h"
 
 namespace prism::attention {
 

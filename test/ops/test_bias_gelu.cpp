@@ -1,6 +1,6 @@
 // The MLP's fused bias + GELU: the kernels (kernels/cpu/bias_gelu.h) on every
 // Highway target this CPU runs against their scalar reference, and the autograd
-// op (prism/model/bias_gelu.h) against plain LibTorch math, gradients included.
+// op (prism/ops/bias_gelu.h) against plain LibTorch math, gradients included.
 #include <catch2/catch.hpp>
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "cpu/bias_gelu.h"
-#include "prism/model/bias_gelu.h"
+#include "prism/ops/bias_gelu.h"
 
 namespace kc = prism::kernels::cpu;
 namespace F = torch::nn::functional;

@@ -1,11 +1,11 @@
-#include "prism/model/add_layer_norm.h"
+#include "prism/ops/add_layer_norm.h"
 
 #include <ATen/autocast_mode.h>
 #include <ATen/record_function.h>
 
 #include "cpu/layer_norm.h"
-#include "prism/attention/cpu_code_paths.h"
-#include "prism/model/kernel_rows.h"
+#include "prism/ops/cpu_code_paths.h"
+#include "prism/ops/kernel_rows.h"
 
 namespace prism {
 

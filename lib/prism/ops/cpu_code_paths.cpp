@@ -1,4 +1,4 @@
-#include "prism/attention/cpu_code_paths.h"
+#include "prism/ops/cpu_code_paths.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

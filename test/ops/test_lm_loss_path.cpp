@@ -6,7 +6,7 @@
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 
-#include "prism/model/lm_loss.h"
+#include "prism/ops/lm_loss.h"
 #include "prism/train/execution.h"
 
 using namespace prism;
