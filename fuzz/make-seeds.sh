@@ -10,6 +10,12 @@
 #                pieces, and the task fixtures
 #   tasks        test/fixtures/*.jsonl, each behind the byte choosing its task
 #   run_h5       the run.h5 of the same tiny run, behind 'R' (raw mode)
+#   jsonl        the JSONL corpus fixture of test/reference/llmc_fineweb.py, cut to a few KiB,
+#                behind each mode byte (as it is, gzip, zstd; key text or body), and its
+#                .gz and .zst files as they are
+#   parquet      small Parquet files written by pyarrow (FineWeb's columns; every codec,
+#                dictionary on and off, data pages v1 and v2, large strings, nulls, many
+#                row groups) and the files a reader must refuse by row (llmc_fineweb.py bad)
 # plus the committed inputs of fuzz/corpus/<harness>/ (crashes found, hand-made cases).
 #   fuzz/make-seeds.sh OUT_DIR [PRISM_BINARY]      (default binary: build/apps/prism/prism, the release build)
 set -euo pipefail
@@ -19,7 +25,7 @@ prism=${2:-build/apps/prism/prism}
 py=.venv/bin/python
 say() { printf '[seeds] %s\n' "$*"; }
 mkdir -p "$out"
-for h in config shard safetensors tiktoken tokenizer tasks run_h5; do
+for h in config shard safetensors tiktoken tokenizer tasks run_h5 jsonl parquet; do
   mkdir -p "$out/$h"
   [ -d "fuzz/corpus/$h" ] && cp fuzz/corpus/$h/* "$out/$h/" 2>/dev/null || true
 done
@@ -125,6 +131,39 @@ YAML
 else
   say "no prism binary at $prism: seeds without a checkpoint or run.h5"
 fi
-for h in config shard safetensors tiktoken tokenizer tasks run_h5; do
+# jsonl and parquet: the corpus fixture of the data tests, small.
+"$py" test/reference/llmc_fineweb.py fixture "$work/corpus" >/dev/null
+"$py" test/reference/llmc_fineweb.py bad "$work/corpus/bad" >/dev/null
+"$py" - "$out" "$work/corpus" <<'PY'
+import os, sys
+import pyarrow as pa, pyarrow.parquet as pq
+out, corpus = sys.argv[1], sys.argv[2]
+lines = open(os.path.join(corpus, "docs.jsonl"), "rb").read()[:3000]
+for mode in (0, 1, 2, 4):
+    open(os.path.join(out, "jsonl", f"fixture-mode{mode}"), "wb").write(bytes([mode]) + lines)
+for ext in ("gz", "zst"):
+    data = open(os.path.join(corpus, "docs.jsonl." + ext), "rb").read()[:4000]  # a cut stream too
+    open(os.path.join(out, "jsonl", f"fixture-{ext}"), "wb").write(bytes([0]) + data)
+texts = ["First row.", "", None, "Ünïcödé 日本語 🎉", "a longer text " * 20, "last"] * 3
+table = pa.table({"text": pa.array(texts, type=pa.string()), "id": list(range(len(texts)))})
+variants = {
+    "snappy": dict(compression="snappy"), "zstd": dict(compression="zstd"), "gzip": dict(compression="gzip"),
+    "none-plain": dict(compression="none", use_dictionary=False), "lz4": dict(compression="lz4"),
+    "brotli": dict(compression="brotli"), "v2-pages": dict(data_page_version="2.0"),
+    "groups-of-4": dict(row_group_size=4), "small-pages": dict(data_page_size=64, row_group_size=7),
+}
+for name, kw in variants.items():
+    pq.write_table(table, os.path.join(corpus, name + ".parquet"), **kw)
+large = pa.table({"text": pa.array(texts, type=pa.large_string())})
+pq.write_table(large, os.path.join(corpus, "large-string.parquet"))
+files = [os.path.join(corpus, f) for f in sorted(os.listdir(corpus)) if f.endswith(".parquet")]
+files += [os.path.join(corpus, "bad", f) for f in sorted(os.listdir(os.path.join(corpus, "bad")))]
+for path in files:
+    data = open(path, "rb").read()
+    if len(data) <= 64 * 1024:
+        open(os.path.join(out, "parquet", os.path.basename(path)), "wb").write(bytes([0]) + data)
+PY
+
+for h in config shard safetensors tiktoken tokenizer tasks run_h5 jsonl parquet; do
   say "$h: $(ls "$out/$h" | wc -l) seeds"
 done

@@ -23,7 +23,7 @@ seconds=${PRISM_FUZZ_SECONDS:-20}
 # PRISM_FUZZ_SEED=0 lets libFuzzer pick one (longer campaigns).
 fuzz_seed=${PRISM_FUZZ_SEED:-1}
 prism=${PRISM_BINARY:-build/apps/prism/prism}
-all=(config shard safetensors tiktoken tokenizer tasks run_h5)
+all=(config shard safetensors tiktoken tokenizer tasks run_h5 jsonl parquet)
 harnesses=("$@")
 ((${#harnesses[@]})) || harnesses=("${all[@]}")
 say() { printf '[fuzz] %s\n' "$*"; }

@@ -16,6 +16,7 @@ say() { printf '[setup] %s\n' "$*"; }
 pkgs=(build-essential cmake ninja-build ccache pkg-config python3-venv
       libyaml-cpp-dev libfmt-dev libboost-program-options-dev libhdf5-dev
       catch2 libpcre2-dev nlohmann-json3-dev
+      zlib1g-dev libzstd-dev  # gzip and zstd JSONL corpora (prism data prepare)
       libhwy-dev    # Google Highway: the fused CPU attention kernel's portable SIMD with runtime dispatch
       libgloo-dev   # gloo headers for c10d data parallelism (the symbols come from LibTorch)
       clang libclang-rt-dev  # the sanitize preset and the fuzzers (ASan, UBSan, libFuzzer)

@@ -1,4 +1,4 @@
-// prism data prepare: text files or a recipe -> llm.c-format token shards.
+// prism data prepare: text, JSONL or Parquet corpora (or a recipe) -> llm.c-format token shards.
 #include <fmt/format.h>
 
 #include <chrono>
@@ -20,20 +20,36 @@ namespace {
 
 const char* kUsage =
     "[INPUT...] [options]\n\n"
-    "Tokenises UTF-8 text into llm.c-format shards: EOT before each document, shard 0\n"
+    "Tokenises a corpus into llm.c-format shards: EOT before each document, shard 0\n"
     "(<name>_val_000000.bin) for validation, then training shards\n"
-    "(<name>_train_000001.bin, ...). The vocabulary is GPT-2's, a tiktoken ranks file\n"
-    "(--vocab), or a compact byte-level BPE trained here on the training documents\n"
-    "only (--train-vocab N); it is copied to OUTPUT/vocab.tiktoken. prepare.json\n"
-    "(written last) records it and the unigram baseline: the validation loss of a\n"
-    "model that ignores context. INPUT: text files, or directories (every *.txt\n"
-    "below them). A recipe (data/recipes/<name>.yaml) names inputs and settings;\n"
-    "flags given with it override the recipe's.\n\n"
+    "(<name>_train_000001.bin, ...). INPUT: files, or directories (every input file\n"
+    "below them, sorted by path). Formats, by file name (or --format):\n"
+    "  *.parquet                 the text in a string column (--text-column, default text):\n"
+    "                            FineWeb and FineWeb-Edu as Hugging Face ships them\n"
+    "  *.jsonl, *.ndjson         one JSON object per line, the text under --text-key\n"
+    "                            (default text); gzip or zstd compressed too (.gz, .zst)\n"
+    "  *.txt (and other files)   UTF-8 text, documents by --split\n"
+    "The inputs are streamed (a few hundred MB of memory for any corpus size) and\n"
+    "tokenised on all cores. Stopped at any moment (kill -9, a full disk, bad input),\n"
+    "the same command continues from the last complete shard (kept beside the output,\n"
+    "in .<output name>.prepare/), and the shards come out\n"
+    "byte for byte as from an uninterrupted run. Bad input (a damaged file, a line\n"
+    "that is not JSON, a missing key or column, text that is not UTF-8) stops with an\n"
+    "error naming the file and line or row; --skip-bad skips it and lists it in\n"
+    "prepare.json. With --val-tokens 100000000 (= --shard-tokens) the shards are byte\n"
+    "for byte those of llm.c's dev/data/fineweb.py on the same documents.\n"
+    "The vocabulary is GPT-2's, a tiktoken ranks file (--vocab), or a compact\n"
+    "byte-level BPE trained here on the training documents only (--train-vocab N);\n"
+    "it is copied to OUTPUT/vocab.tiktoken. prepare.json (written last) records it\n"
+    "and the unigram baseline: the validation loss of a model that ignores context.\n"
+    "A recipe (data/recipes/<name>.yaml) names inputs and settings; flags given with\n"
+    "it override the recipe's. docs/data.md has the details.\n\n"
     "examples:\n"
     "  prism data prepare --recipe austen               (after data/get-corpus.sh)\n"
     "  prism data prepare --recipe austen-bpe           (a 4096-id vocabulary trained on the corpus)\n"
-    "  prism data prepare books/ -o data/cache/books --split blank-line --val-tokens 50000\n"
-    "  prism data prepare a.txt b.txt -o out --split marker --marker '<doc>'";
+    "  prism data prepare --recipe fineweb10B /data/fineweb/sample/10BT   (llm.c's FineWeb shards)\n"
+    "  prism data prepare corpus.jsonl.zst -o data/cache/mine --text-key content --max-tokens 2000000000\n"
+    "  prism data prepare books/ -o data/cache/books --split blank-line --val-tokens 50000";
 
 std::string with_commas(uint64_t v) {
   std::string s = std::to_string(v);
@@ -47,21 +63,37 @@ std::string duration(double s) {
   return fmt::format("{}h{:02d}m", int(s) / 3600, int(s) % 3600 / 60);
 }
 
-// One line, redrawn in place on a terminal, every few seconds otherwise.
+std::string si(double v, const char* unit) {
+  if (v >= 1e9) return fmt::format("{:.2f}G{}", v / 1e9, unit);
+  if (v >= 1e6) return fmt::format("{:.1f}M{}", v / 1e6, unit);
+  if (v >= 1e3) return fmt::format("{:.1f}k{}", v / 1e3, unit);
+  return fmt::format("{:.0f}{}", v, unit);
+}
+
+// One line, redrawn in place on a terminal, every few seconds otherwise: input read, text and
+// token rates of this run, shards, and the ETA (by input bytes, or by tokens under --max-tokens).
 std::function<void(const PrepareProgress&)> progress_printer() {
   const bool tty = ::isatty(STDERR_FILENO);
   auto last = std::make_shared<double>(-1e9);
   return [tty, last](const PrepareProgress& p) {
-    bool done = p.bytes_done == p.bytes_total;
-    if (!tty && !done && p.seconds - *last < 5) return;
+    if (!p.done && p.seconds - *last < (tty ? 0.5 : 5)) return;
     *last = p.seconds;
-    double mbps = p.bytes_done / 1e6 / std::max(p.seconds, 1e-9);
-    double eta = mbps > 0 ? (p.bytes_total - p.bytes_done) / 1e6 / mbps : 0;
-    std::string line = fmt::format("prepare: {:.1f} of {:.1f} MB ({:.0f}%), {:.1f} MB/s, {} documents, {} tokens, ETA {}",
-                                   p.bytes_done / 1e6, p.bytes_total / 1e6, 100.0 * p.bytes_done / std::max<uint64_t>(p.bytes_total, 1),
-                                   mbps, with_commas(p.documents), with_commas(p.tokens), duration(eta));
+    const double secs = std::max(p.seconds, 1e-9);
+    const double in_rate = (p.bytes_done - std::min(p.bytes_done, p.resumed_bytes)) / secs;
+    const double text_rate = (p.text_bytes - std::min(p.text_bytes, p.resumed_text_bytes)) / secs;
+    const double token_rate = (p.tokens - std::min(p.tokens, p.resumed_tokens)) / secs;
+    double eta = in_rate > 0 ? (p.bytes_total - std::min(p.bytes_total, p.bytes_done)) / in_rate : 0;
+    if (p.max_tokens > 0 && token_rate > 0) eta = std::min(eta, (p.max_tokens - std::min(p.max_tokens, p.tokens)) / token_rate);
+    const double share = p.max_tokens > 0 ? std::max(double(p.bytes_done) / std::max<uint64_t>(p.bytes_total, 1),
+                                                      double(p.tokens) / p.max_tokens)
+                                          : double(p.bytes_done) / std::max<uint64_t>(p.bytes_total, 1);
+    std::string line = fmt::format(
+        "prepare: {:.1f} of {:.1f} MB read ({:.0f}%), {:.1f} MB/s of text, {}/s, {} documents, {} tokens, {} shards{}, ETA {}",
+        p.bytes_done / 1e6, p.bytes_total / 1e6, 100.0 * std::min(share, 1.0), text_rate / 1e6, si(token_rate, " tokens"),
+        with_commas(p.documents), with_commas(p.tokens), p.shards,
+        p.skipped ? fmt::format(", {} skipped", with_commas(p.skipped)) : "", p.done ? "0 s" : duration(eta));
     if (tty)
-      std::cerr << "\r" << line << "\x1b[K" << (done ? "\n" : "") << std::flush;
+      std::cerr << "\r" << line << "\x1b[K" << (p.done ? "\n" : "") << std::flush;
     else
       std::cerr << line << "\n";
   };
@@ -70,9 +102,14 @@ std::function<void(const PrepareProgress&)> progress_printer() {
 int prepare(const std::vector<std::string>& args) {
   po::options_description o("prism data prepare");
   o.add_options()
-      ("input", po::value<std::vector<std::string>>()->composing(), "text files or directories (also positional)")
+      ("input", po::value<std::vector<std::string>>()->composing(), "input files or directories (also positional)")
       ("recipe,r", po::value<std::string>(), "a recipe name (data/recipes/<name>.yaml) or a recipe file")
       ("output,o", po::value<std::string>(), "directory for the shards")
+      ("format", po::value<std::string>(), "auto (by file name, default), text, jsonl or parquet")
+      ("text-key", po::value<std::string>(), "JSONL: the key that holds the text (default text)")
+      ("text-column", po::value<std::string>(), "Parquet: the column that holds the text (default text)")
+      ("max-tokens", po::value<uint64_t>(), "stop after this many tokens, validation included (a prefix, e.g. 10B of a larger set)")
+      ("skip-bad", po::bool_switch(), "skip bad records (and files that cannot be read on), listed in prepare.json")
       ("name", po::value<std::string>(), "shard file prefix (default: the output directory's name)")
       ("split", po::value<std::string>(), "documents: file (one per file, default), blank-line (paragraphs), marker")
       ("marker", po::value<std::string>(), "for --split marker: the line that separates documents")
@@ -95,6 +132,11 @@ int prepare(const std::vector<std::string>& args) {
   if (vm.count("input")) opt.inputs = vm["input"].as<std::vector<std::string>>();
   if (vm.count("output")) opt.output = vm["output"].as<std::string>();
   if (vm.count("name")) opt.name = vm["name"].as<std::string>();
+  if (vm.count("format")) opt.format = vm["format"].as<std::string>();
+  if (vm.count("text-key")) opt.text_key = vm["text-key"].as<std::string>();
+  if (vm.count("text-column")) opt.text_column = vm["text-column"].as<std::string>();
+  if (vm.count("max-tokens")) opt.max_tokens = vm["max-tokens"].as<uint64_t>();
+  if (vm["skip-bad"].as<bool>()) opt.skip_bad = true;
   if (vm.count("split")) opt.split = vm["split"].as<std::string>();
   if (vm.count("marker")) opt.marker = vm["marker"].as<std::string>();
   if (vm.count("val-tokens")) opt.val_tokens = vm["val-tokens"].as<int64_t>();
@@ -111,7 +153,7 @@ int prepare(const std::vector<std::string>& args) {
   }
   opt.force = vm["force"].as<bool>();
   if (opt.inputs.empty())
-    throw Error("no input given", "command line", "give text files or directories, or --recipe NAME");
+    throw Error("no input given", "command line", "give input files or directories, or --recipe NAME");
   if (opt.output.empty()) throw Error("no output directory given", "command line", "pass --output DIR");
 
   if (vm["if-missing"].as<bool>() && !opt.force) {
@@ -122,6 +164,7 @@ int prepare(const std::vector<std::string>& args) {
     }
   }
   if (!vm["quiet"].as<bool>()) opt.progress = progress_printer();
+  opt.notice = [](const std::string& line) { std::cerr << "prepare: " << line << "\n"; };
   const int threads = opt.threads > 0 ? opt.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   auto s = prepare_corpus(opt);
   std::cout << fmt::format("prepared {}: {} documents from {} files ({:.2f} MB) -> {} tokens\n", s.output,
@@ -132,10 +175,17 @@ int prepare(const std::vector<std::string>& args) {
   std::cout << fmt::format("  vocab {} ids{}, {:.2f} bytes per token: {}\n", s.vocab_size,
                            s.vocab_trained ? " (trained on the training documents)" : "",
                            static_cast<double>(s.bytes) / static_cast<double>(std::max<uint64_t>(s.tokens, 1)), s.vocab);
+  if (s.skipped > 0)
+    std::cout << fmt::format("  skipped {} bad records (--skip-bad; listed in {}/prepare.json)\n", with_commas(s.skipped), s.output);
+  if (s.resumed_shards > 0)
+    std::cout << fmt::format("  resumed: {} shard{} came from the stopped run\n", s.resumed_shards,
+                             s.resumed_shards == 1 ? "" : "s");
   std::cout << fmt::format("  unigram baseline: {:.4f} nats per validation token (a model must beat this to use context)\n",
                            s.unigram_val_loss);
-  std::cout << fmt::format("  {} on {} thread{} ({:.1f} MB/s)\n", duration(s.seconds), threads, threads == 1 ? "" : "s",
-                           s.bytes / 1e6 / std::max(s.seconds, 1e-9));
+  std::cout << fmt::format("  {} on {} thread{} ({:.1f} MB/s of text, {}/s{})\n", duration(s.seconds), threads,
+                           threads == 1 ? "" : "s", s.bytes / 1e6 / std::max(s.seconds, 1e-9),
+                           si(s.tokens / std::max(s.seconds, 1e-9), " tokens"),
+                           s.resumed_shards ? ", counting the resumed shards' work" : "");
   return 0;
 }
 

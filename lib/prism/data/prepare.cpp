@@ -5,28 +5,27 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <cmath>
-#include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <mutex>
 #include <thread>
 
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "prism/atomic_file.h"
 #include "prism/config/config.h"
 #include "prism/config/config_node.h"
 #include "prism/data/bpe_trainer.h"
+#include "prism/data/document_source.h"
+#include "prism/data/input_error.h"
+#include "prism/data/prepare_state.h"
 #include "prism/data/shard.h"
-#include "prism/data/shuffle.h"
+#include "prism/data/shard_sequence.h"
+#include "prism/data/token_pipeline.h"
 #include "prism/data/tokenizer.h"
 #include "prism/error.h"
 
@@ -40,120 +39,18 @@ using Clock = std::chrono::steady_clock;
 constexpr const char* kManifest = "prepare.json";
 // Present while new shards replace old ones: shards beside it are this program's own, unfinished.
 constexpr const char* kSwapMarker = ".prepare-swapping";
-constexpr uint64_t kChunkBytes = 8u << 20;  // text tokenised between two writes / progress reports
-constexpr size_t kChunkDocs = 8192;          // and at most this many documents (files mapped at once)
 
-// A whole input file, memory-mapped read-only.
-class MappedText {
- public:
-  explicit MappedText(const std::string& path) : path_(path) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw Error(std::string("cannot open: ") + std::strerror(errno), path, "check the file and its permissions");
-    struct stat st {};
-    ::fstat(fd, &st);
-    size_ = static_cast<size_t>(st.st_size);
-    if (size_ > 0) {
-      void* m = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
-      if (m == MAP_FAILED) {
-        ::close(fd);
-        throw Error(std::string("cannot map: ") + std::strerror(errno), path, "check free memory");
-      }
-      data_ = static_cast<const char*>(m);
-    }
-    ::close(fd);
-  }
-  ~MappedText() {
-    if (data_) ::munmap(const_cast<char*>(data_), size_);
-  }
-  MappedText(const MappedText&) = delete;
-  MappedText& operator=(const MappedText&) = delete;
-  std::string_view text() const { return {data_, size_}; }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-  const char* data_ = nullptr;
-  size_t size_ = 0;
-};
-
-// A document is a byte range of one input file. Files are mapped only while a
-// chunk that needs them is tokenised, so a corpus of a million small files
-// never holds a million mappings.
-struct Document {
-  uint64_t offset, length;
-  uint32_t file;
-};
-
-bool is_blank(std::string_view line) {
-  return std::all_of(line.begin(), line.end(), [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v'; });
-}
-
-std::string_view trim_newlines(std::string_view s) {
-  while (!s.empty() && (s.front() == '\n' || s.front() == '\r')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
-
-// Cuts one file into documents by the split rule; empty documents are dropped.
-void split_documents(std::string_view text, uint32_t file, const PrepareOptions& opt, std::vector<Document>& out) {
-  auto add = [&](std::string_view d) {
-    if (!is_blank(trim_newlines(d)))
-      out.push_back({static_cast<uint64_t>(d.data() - text.data()), static_cast<uint64_t>(d.size()), file});
-  };
-  if (opt.split == "file") {
-    add(text);
-    return;
-  }
-  size_t doc_begin = std::string_view::npos, doc_end = 0, pos = 0;
-  while (pos < text.size()) {
-    size_t nl = text.find('\n', pos);
-    size_t end = nl == std::string_view::npos ? text.size() : nl;
-    std::string_view line = text.substr(pos, end - pos);
-    bool separator = opt.split == "blank-line" ? is_blank(line)
-                                               : (line.size() && line.back() == '\r' ? line.substr(0, line.size() - 1)
-                                                                                     : line) == opt.marker;
-    if (separator) {
-      if (doc_begin != std::string_view::npos) add(trim_newlines(text.substr(doc_begin, doc_end - doc_begin)));
-      doc_begin = std::string_view::npos;
-    } else {
-      if (doc_begin == std::string_view::npos) doc_begin = pos;
-      doc_end = end;
-    }
-    pos = end + 1;
-  }
-  if (doc_begin != std::string_view::npos) add(trim_newlines(text.substr(doc_begin, doc_end - doc_begin)));
-}
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 }  // namespace
 
 std::vector<std::string> text_files(const std::vector<std::string>& inputs, const std::string& fetch_hint) {
-  std::vector<std::string> files;
-  for (const auto& in : inputs) {
-    std::error_code ec;
-    if (fs::is_directory(in, ec)) {
-      std::vector<std::string> found;
-      for (const auto& e : fs::recursive_directory_iterator(in))
-        if (e.is_regular_file() && e.path().extension() == ".txt") found.push_back(e.path().string());
-      if (found.empty())
-        throw Error("no .txt files in the input directory", in,
-                    fetch_hint.empty() ? "put the text in .txt files (UTF-8)" : fetch_hint);
-      std::sort(found.begin(), found.end());
-      files.insert(files.end(), found.begin(), found.end());
-    } else if (fs::is_regular_file(in, ec)) {
-      files.push_back(in);
-    } else {
-      throw Error("input not found", in, fetch_hint.empty() ? "check the path" : fetch_hint);
-    }
-  }
-  if (files.empty()) throw Error("no input text given", "prism data", "give text files or directories, or --recipe");
-  return files;
+  std::vector<std::string> paths;
+  for (const auto& f : input_files(inputs, "text", fetch_hint)) paths.push_back(f.path);
+  return paths;
 }
 
 namespace {
-
-std::string shard_name(const std::string& name, size_t index) {
-  return fmt::format("{}_{}_{:06d}.bin", name, index == 0 ? "val" : "train", index);
-}
 
 // Whether the directory holds shards that must not be replaced without --force: a finished
 // preparation, or shards of unknown origin (llm.c's, say). An interrupted preparation of ours
@@ -168,7 +65,8 @@ bool holds_preparation(const fs::path& dir) {
   return false;
 }
 
-// Staging directories (.prepare-<pid>) left by a preparation that was killed.
+// Staging directories (.prepare-<pid>) that prism versions before resumable preparation left
+// inside the output when killed.
 void remove_stale_stages(const fs::path& dir) {
   for (const auto& e : fs::directory_iterator(dir)) {
     const std::string name = e.path().filename().string();
@@ -183,29 +81,48 @@ void remove_stale_stages(const fs::path& dir) {
 
 // A 64-bit FNV-1a digest of a file: names the exact vocabulary in prepare.json.
 std::string file_digest(const std::string& path) {
-  MappedText text(path);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("cannot read the vocabulary", path, "check the file (data/get-vocab.sh fetches GPT-2's)");
   uint64_t h = 0xcbf29ce484222325ULL;
-  for (char c : text.text()) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
+  char buf[1 << 16];
+  while (in) {
+    in.read(buf, sizeof buf);
+    for (std::streamsize i = 0; i < in.gcount(); ++i) h = (h ^ static_cast<unsigned char>(buf[i])) * 0x100000001b3ULL;
+  }
   return fmt::format("fnv1a64:{:016x}", h);
 }
 
 void write_manifest(const fs::path& file, const PrepareOptions& opt, const PrepareSummary& s,
-                    const std::vector<uint64_t>& shard_tokens) {
+                    const std::vector<InputFile>& files, const PrepareState& state) {
   nlohmann::json j;
   j["format"] = "llm.c token shards: 256 x int32 header (20240520, 1, count), uint16 token ids of vocab.tiktoken";
   j["recipe"] = opt.recipe;
   j["name"] = opt.name.empty() ? fs::path(opt.output).filename().string() : opt.name;
   j["inputs"] = opt.inputs;
   j["files"] = s.files;
-  j["split"] = opt.split;
-  if (opt.split == "marker") j["marker"] = opt.marker;
+  std::map<std::string, uint64_t> formats;
+  for (const auto& f : files) ++formats[format_name(f.format)];
+  j["input_formats"] = formats;
+  if (formats.count("text")) {
+    j["split"] = opt.split;
+    if (opt.split == "marker") j["marker"] = opt.marker;
+  }
+  if (formats.count("jsonl")) j["text_key"] = opt.text_key;
+  if (formats.count("parquet")) j["text_column"] = opt.text_column;
   j["shuffle_seed"] = opt.shuffle_seed ? nlohmann::json(*opt.shuffle_seed) : nlohmann::json(nullptr);
+  j["max_tokens"] = opt.max_tokens > 0 ? nlohmann::json(opt.max_tokens) : nlohmann::json(nullptr);
   j["documents"] = s.documents;
   j["bytes"] = s.bytes;
   j["tokens"] = s.tokens;
   j["val_tokens"] = s.val_tokens;
   j["train_tokens"] = s.train_tokens;
   j["shard_tokens"] = opt.shard_tokens;
+  j["skip_bad"] = opt.skip_bad;
+  j["skipped"] = s.skipped;
+  auto& skipped = j["skipped_records"] = nlohmann::json::array();
+  for (const auto& r : state.skipped_records) skipped.push_back({{"file", r.file}, {"problem", r.problem}});
+  if (state.skipped > state.skipped_records.size())
+    j["skipped_note"] = fmt::format("the first {} of {} skipped records are listed", state.skipped_records.size(), state.skipped);
   j["vocab"] = {{"file", fs::path(s.vocab).filename().string()},
                 {"size", s.vocab_size},
                 {"end_of_text", s.vocab_size - 1},
@@ -219,65 +136,13 @@ void write_manifest(const fs::path& file, const PrepareOptions& opt, const Prepa
   j["unigram_note"] = "nats per token on the validation shard under add-1/2 smoothed unigram frequencies of the "
                       "training shards: the loss of a model that ignores context";
   j["seconds"] = s.seconds;
+  j["resumed_shards"] = s.resumed_shards;
   j["prism_version"] = PRISM_VERSION;
   auto& shards = j["shards"] = nlohmann::json::array();
   for (size_t i = 0; i < s.shards.size(); ++i)
-    shards.push_back({{"file", fs::path(s.shards[i]).filename().string()}, {"tokens", shard_tokens[i]}});
+    shards.push_back({{"file", fs::path(s.shards[i]).filename().string()}, {"tokens", state.shard_tokens[i]}});
   write_file_atomic(file.string(), j.dump(2) + "\n");
 }
-
-// Collects the token stream into shards: the validation shard, then training shards.
-class ShardAssembler {
- public:
-  ShardAssembler(fs::path dir, std::string name, uint64_t val_tokens, uint64_t shard_tokens, int vocab_size)
-      : dir_(std::move(dir)), name_(std::move(name)), val_(val_tokens), train_(shard_tokens),
-        frequency_{std::vector<uint64_t>(static_cast<size_t>(vocab_size)), std::vector<uint64_t>(static_cast<size_t>(vocab_size))} {
-    buf_.reserve(std::min<uint64_t>(std::max(val_, train_), 1u << 24));
-  }
-  void add(TokenId t) {
-    buf_.push_back(static_cast<uint16_t>(t));
-    ++frequency_[files_.empty() ? 0 : 1][t];
-    if (buf_.size() == capacity()) flush();
-  }
-  void finish() {
-    if (!buf_.empty()) flush();
-  }
-  const std::vector<std::string>& files() const { return files_; }
-  const std::vector<uint64_t>& counts() const { return counts_; }
-
-  // Cross-entropy (nats per token) of the validation tokens under the training tokens' frequencies,
-  // add-1/2 smoothed (Krichevsky-Trofimov) so that a token unseen in training costs a finite amount.
-  double unigram_val_loss() const {
-    const auto& val = frequency_[0];
-    const auto& train = frequency_[1];
-    double n_train = 0, n_val = 0, sum = 0;
-    for (size_t v = 0; v < train.size(); ++v) n_train += static_cast<double>(train[v]);
-    const double denominator = n_train + 0.5 * static_cast<double>(train.size());
-    for (size_t v = 0; v < val.size(); ++v) {
-      if (val[v] == 0) continue;
-      n_val += static_cast<double>(val[v]);
-      sum -= static_cast<double>(val[v]) * std::log((static_cast<double>(train[v]) + 0.5) / denominator);
-    }
-    return n_val > 0 ? sum / n_val : std::nan("");
-  }
-
- private:
-  uint64_t capacity() const { return files_.empty() ? val_ : train_; }
-  void flush() {
-    std::string file = (dir_ / shard_name(name_, files_.size())).string();
-    write_shard(file, buf_);
-    files_.push_back(file);
-    counts_.push_back(buf_.size());
-    buf_.clear();
-  }
-  fs::path dir_;
-  std::string name_;
-  uint64_t val_, train_;
-  std::vector<uint16_t> buf_;
-  std::vector<std::string> files_;
-  std::vector<uint64_t> counts_;
-  std::vector<uint64_t> frequency_[2];  // token frequencies: [0] validation shard, [1] training shards
-};
 
 void check_options(const PrepareOptions& opt) {
   const std::string where = "prism data prepare";
@@ -296,32 +161,60 @@ void check_options(const PrepareOptions& opt) {
   if (opt.train_vocab != 0 && (opt.train_vocab < 258 || opt.train_vocab > 65536))
     throw Error(fmt::format("a trained vocabulary of {} ids", opt.train_vocab), where,
                 "ask for 258 to 65536 ids (e.g. 2048-8192 for a CPU-sized model)");
+  if (opt.text_key.empty() || opt.text_column.empty())
+    throw Error("an empty text key or column name", where, "name the text with --text-key / --text-column (default: text)");
 }
 
-// The input as documents in the order they are tokenised.
-struct Corpus {
-  std::vector<std::string> files;
-  std::vector<Document> docs;
-  uint64_t bytes = 0;
-};
+ReadOptions read_options(const PrepareOptions& opt) {
+  ReadOptions r;
+  r.split = opt.split;
+  r.marker = opt.marker;
+  r.text_key = opt.text_key;
+  r.text_column = opt.text_column;
+  return r;
+}
 
-Corpus read_corpus(const std::vector<std::string>& files, const PrepareOptions& opt) {
-  Corpus c;
-  c.files = files;
-  for (uint32_t f = 0; f < files.size(); ++f) {
-    MappedText text(files[f]);
-    split_documents(text.text(), f, opt, c.docs);
+std::string where_inputs(const PrepareOptions& opt) { return opt.inputs.size() == 1 ? opt.inputs[0] : "the inputs"; }
+
+// What the shards depend on, as JSON text: a stopped preparation continues only under the same.
+// Not in it: the thread count (the shards do not depend on it) and --skip-bad (see prepare_in_stage).
+std::string settings_text(const PrepareOptions& opt, const std::vector<InputFile>& files, const std::string& vocab) {
+  nlohmann::json j;
+  auto& in = j["inputs"] = nlohmann::json::array();
+  for (const auto& f : files)
+    in.push_back({fs::absolute(f.path).lexically_normal().string(), format_name(f.format), f.bytes, f.mtime_ns});
+  j["read"] = {opt.split, opt.marker, opt.text_key, opt.text_column};
+  j["shuffle_seed"] = opt.shuffle_seed ? nlohmann::json(*opt.shuffle_seed) : nlohmann::json(nullptr);
+  j["vocab"] = opt.train_vocab > 0 ? nlohmann::json(fmt::format("trained:{}", opt.train_vocab)) : nlohmann::json(file_digest(vocab));
+  j["sizes"] = {opt.val_tokens, opt.shard_tokens, opt.max_tokens};
+  j["name"] = opt.name.empty() ? fs::path(opt.output).filename().string() : opt.name;
+  return j.dump();
+}
+
+// Calls f(text) for every document of the source, from its start, in order, on this thread.
+// A bad record stops with its error, or is skipped with skip_bad.
+template <class F>
+void for_each_document(DocumentSource& source, const PrepareOptions& opt, F&& f) {
+  source.seek({0, 0});
+  SourceRecord r;
+  std::string_view bytes;
+  std::string storage, problem, fix;
+  for (;;) {
+    try {
+      if (!source.next(r, bytes)) return;
+    } catch (const InputError&) {
+      if (!opt.skip_bad) throw;
+      source.skip_file();
+      continue;
+    }
+    const InputFile& file = source.files()[r.file];
+    const std::string_view text = document_text(file.format, r.record, bytes, opt.text_key, storage, problem, fix);
+    if (!problem.empty()) {
+      if (opt.skip_bad) continue;
+      throw InputError(problem, file.path, fix);
+    }
+    if (!f(text)) return;
   }
-  for (const auto& d : c.docs) c.bytes += d.length;
-  if (c.docs.empty()) throw Error("the input holds no text", files.front(), "give non-empty text files");
-  if (opt.shuffle_seed) seeded_shuffle(c.docs, *opt.shuffle_seed);
-  return c;
-}
-
-// The bytes of document d, read from its file.
-std::string document_text(const Corpus& corpus, const Document& d) {
-  MappedText text(corpus.files[d.file]);
-  return std::string(text.text().substr(d.offset, d.length));
 }
 
 // Trains a compact vocabulary on the training documents only. The validation shard is the first
@@ -329,44 +222,110 @@ std::string document_text(const Corpus& corpus, const Document& d) {
 // hold out a prefix of the stream that surely covers them (by bytes, assuming at most 5 bytes per
 // token), train on the rest, and check with the trained vocabulary that the prefix holds at least
 // val_tokens tokens; otherwise hold out twice as much and train again. Writes the ranks to `path`.
-void train_vocabulary(const Corpus& corpus, const PrepareOptions& opt, const std::string& path) {
-  const std::vector<Document>& docs = corpus.docs;
+void train_vocabulary(DocumentSource& source, const PrepareOptions& opt, const std::string& path) {
   const uint64_t wanted = static_cast<uint64_t>(opt.val_tokens);
-  uint64_t hold_bytes = 5 * wanted;
-  for (;;) {
-    size_t held = 0;
-    for (uint64_t bytes = 0; held < docs.size() && bytes < hold_bytes; ++held) bytes += docs[held].length;
-    if (held >= docs.size())
-      throw Error("too little text to train a vocabulary apart from the validation documents",
-                  opt.inputs.size() == 1 ? opt.inputs[0] : "the inputs",
-                  "give more text, lower the validation size (val_tokens) or use a fixed vocabulary (--vocab)");
+  for (uint64_t hold_bytes = 5 * wanted;; hold_bytes *= 2) {
+    uint64_t held = 0, seen = 0, bytes = 0;
     PieceCounts counts;
-    for (size_t d = held; d < docs.size(); ++d) counts.add_text(document_text(corpus, docs[d]));
+    for_each_document(source, opt, [&](std::string_view text) {
+      if (bytes < hold_bytes) {
+        bytes += text.size();
+        ++held;
+      } else {
+        counts.add_text(text);
+      }
+      ++seen;
+      return true;
+    });
+    if (held >= seen)
+      throw Error("too little text to train a vocabulary apart from the validation documents", where_inputs(opt),
+                  "give more text, lower the validation size (val_tokens) or use a fixed vocabulary (--vocab)");
     BpeTrainOptions bo;
     bo.vocab_size = opt.train_vocab;
     write_tiktoken_ranks(path, train_bpe(counts, bo));
     Gpt2Tokenizer tok(path);
-    uint64_t tokens = 0;
+    uint64_t tokens = 0, d = 0;
     std::vector<TokenId> ids;
-    for (size_t d = 0; d < held && tokens < wanted; ++d) {
+    for_each_document(source, opt, [&](std::string_view text) {
       ids.clear();
-      tok.encode(document_text(corpus, docs[d]), ids);
+      tok.encode(text, ids);
       tokens += 1 + ids.size();  // EOT, then the document
-    }
+      return ++d < held && tokens < wanted;
+    });
     if (tokens >= wanted) return;
-    hold_bytes *= 2;
   }
 }
 
-// The run's vocabulary: trained on the training documents into `path`, or the given
-// file (GPT-2's by default), which copy_vocabulary puts at `path` once the shards are
-// written (so a full disk fails on a shard first, naming it). Returns the file to read.
-std::string stage_vocabulary(const Corpus& corpus, const PrepareOptions& opt, const fs::path& path) {
-  if (opt.train_vocab > 0) {
-    train_vocabulary(corpus, opt, path.string());
-    return path.string();
+// The counts a run reports as it goes, and keeps in its state.
+struct Run {
+  PrepareState state;
+  PrepareProgress progress;
+  Clock::time_point start;
+  size_t* kept = nullptr;  // complete shards saved in the stage
+};
+
+void report(const PrepareOptions& opt, Run& run, const ShardSequence& shards, uint64_t bytes_done) {
+  PrepareProgress& p = run.progress;
+  p.bytes_done = bytes_done;
+  p.text_bytes = run.state.text_bytes;
+  p.documents = run.state.documents;
+  p.tokens = shards.tokens();
+  p.skipped = run.state.skipped;
+  p.shards = shards.files().size();
+  p.seconds = since(run.start);
+  if (opt.progress) opt.progress(p);
+}
+
+// Tokenises the source from where the state stopped (or its start) into `shards`, saving the
+// state after each complete shard. Returns once the source is exhausted or max_tokens reached.
+void tokenize_into_shards(DocumentSource& source, const Gpt2Tokenizer& tok, ShardSequence& shards, PrepareStage& stage,
+                          const PrepareOptions& opt, bool resumed, Run& run) {
+  PrepareState& st = run.state;
+  source.seek(resumed ? st.resume_at : SourcePosition{});
+  PipelineOptions po;
+  po.threads = opt.threads > 0 ? opt.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  po.batch_bytes = std::max<size_t>(opt.batch_bytes, 1);
+  po.skip_bad_files = opt.skip_bad;
+  TokenPipeline pipeline(source, tok, po);
+  bool first = resumed;
+  const uint64_t max = opt.max_tokens > 0 ? opt.max_tokens : UINT64_MAX;
+  TokenBatch batch;
+  while (shards.tokens() < max && pipeline.next(batch)) {
+    size_t at = 0;
+    for (const TokenizedRecord& r : batch.records) {
+      const std::string& path = source.files()[r.file].path;
+      if (!r.problem.empty()) {
+        if (!opt.skip_bad) throw InputError(r.problem, path, r.fix);
+        st.skip(path, r.problem);
+        continue;
+      }
+      const uint16_t* t = batch.tokens.data() + at;
+      at += r.tokens;
+      uint64_t k = 0;
+      if (first) {  // the record the stopped run was in: its first tokens are in the kept shards
+        if (r.position.file != st.resume_at.file || r.position.index != st.resume_at.index || r.tokens < st.resume_tokens)
+          throw Error("the inputs do not continue where the stopped preparation was", path,
+                      "delete " + stage.dir() + " and prepare again");
+        k = st.resume_tokens;
+        first = false;
+      } else {
+        ++st.documents;
+        st.text_bytes += r.text_bytes;
+      }
+      for (; k < r.tokens && shards.tokens() < max; ++k) {
+        if (!shards.add(t[k])) continue;
+        st.resume_at = r.position;
+        st.resume_tokens = k + 1;
+        st.tokens = shards.tokens();
+        shards.record(st);
+        stage.save(st);
+        *run.kept = shards.files().size();
+      }
+      if (shards.tokens() >= max) break;
+    }
+    report(opt, run, shards, batch.records.empty() ? source.bytes_read() : batch.records.back().input_bytes);
+    if (batch.error) throw *batch.error;
   }
-  return opt.vocab.empty() ? default_vocab_path() : opt.vocab;
 }
 
 void copy_vocabulary(const std::string& from, const fs::path& to) {
@@ -378,98 +337,6 @@ void copy_vocabulary(const std::string& from, const fs::path& to) {
                 "free disk space (or choose another --output) and rerun; the previous corpus is unchanged");
 }
 
-// A staging directory inside the output (.prepare-<pid>), removed when done;
-// new shards are written there and replace the old ones only when all are written.
-class Stage {
- public:
-  explicit Stage(const fs::path& out_dir) : dir_(out_dir / fmt::format(".prepare-{}", ::getpid())) {
-    fs::create_directories(out_dir);
-    remove_stale_stages(out_dir);
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  ~Stage() {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  Stage(const Stage&) = delete;
-  Stage& operator=(const Stage&) = delete;
-  const fs::path& dir() const { return dir_; }
-
- private:
-  fs::path dir_;
-};
-
-// Documents [first, end) are tokenised together: about kChunkBytes of text, at most kChunkDocs documents.
-size_t chunk_end(const std::vector<Document>& docs, size_t first) {
-  size_t last = first;
-  for (uint64_t bytes = 0; last < docs.size() && (bytes < kChunkBytes || last == first) && last - first < kChunkDocs; ++last)
-    bytes += docs[last].length;
-  return last;
-}
-
-// Tokenises documents [first, last) on `threads` threads: tokens[d - first] is
-// EOT and then document d. The first failure is thrown, naming file and byte.
-void tokenize_chunk(const Corpus& corpus, size_t first, size_t last, const Gpt2Tokenizer& tok, int threads,
-                    std::vector<std::vector<TokenId>>& tokens) {
-  std::map<uint32_t, std::unique_ptr<MappedText>> mapped;  // the files of this chunk
-  for (size_t d = first; d < last; ++d)
-    if (!mapped.count(corpus.docs[d].file))
-      mapped.emplace(corpus.docs[d].file, std::make_unique<MappedText>(corpus.files[corpus.docs[d].file]));
-  tokens.assign(last - first, {});
-  std::atomic<size_t> next{first};
-  std::mutex failure_mutex;
-  std::optional<Error> failure;
-  auto work = [&] {
-    for (size_t d; (d = next++) < last;) {
-      const Document& doc = corpus.docs[d];
-      const std::string_view text = mapped.at(doc.file)->text().substr(doc.offset, doc.length);
-      auto& ids = tokens[d - first];
-      ids.reserve(text.size() / 3 + 2);
-      ids.push_back(tok.eot());
-      try {
-        tok.encode(text, ids);
-      } catch (const Error& e) {
-        std::lock_guard<std::mutex> lock(failure_mutex);
-        size_t bad = utf8_error_offset(text);
-        if (!failure && bad != std::string_view::npos) {
-          failure = Error(fmt::format("not valid UTF-8 at byte {}", doc.offset + bad), corpus.files[doc.file],
-                          "convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8) or leave it out");
-        } else if (!failure) {
-          failure = Error(e.what_part(), corpus.files[doc.file], e.fix());
-        }
-        next = last;
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads && t < static_cast<int>(last - first); ++t) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
-  if (failure) throw *failure;
-}
-
-// Tokenises the whole corpus into `shards`, chunk by chunk, reporting progress after each.
-PrepareProgress tokenize_corpus(const Corpus& corpus, const Gpt2Tokenizer& tok, int threads, ShardAssembler& shards,
-                                const PrepareOptions& opt, Clock::time_point start) {
-  PrepareProgress progress;
-  progress.bytes_total = corpus.bytes;
-  std::vector<std::vector<TokenId>> tokens;
-  for (size_t first = 0; first < corpus.docs.size();) {
-    const size_t last = chunk_end(corpus.docs, first);
-    tokenize_chunk(corpus, first, last, tok, threads, tokens);
-    for (size_t d = first; d < last; ++d) {
-      for (TokenId t : tokens[d - first]) shards.add(t);
-      progress.bytes_done += corpus.docs[d].length;
-      progress.tokens += tokens[d - first].size();
-    }
-    progress.documents = last;
-    progress.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    if (opt.progress) opt.progress(progress);
-    first = last;
-  }
-  return progress;
-}
 
 // Moves the staged shards over the old names and removes old shards the new set
 // does not have; returns the new paths. The caller drops the manifest first and
@@ -491,6 +358,118 @@ std::vector<std::string> swap_in(const fs::path& out_dir, const std::vector<std:
   return paths;
 }
 
+
+// The stopped run to continue from, if one fits this run; a notice says why one does not.
+std::optional<PrepareState> resumable(const PrepareOptions& opt, PrepareStage& stage, const std::string& settings) {
+  std::string why;
+  std::optional<PrepareState> resumed = stage.resume(settings, &why);
+  // A stopped run that skipped bad records made shards a run without --skip-bad would not make.
+  // (The other way round is sound: a run stopped by bad input wrote only shards before it.)
+  if (resumed && resumed->skipped > 0 && !opt.skip_bad) {
+    why = fmt::format("it skipped {} bad records (--skip-bad) and this run does not skip", resumed->skipped);
+    resumed.reset();
+    stage.clear();
+  }
+  // A trained vocabulary comes from the stopped run: the kept shards are in its ids.
+  const std::string staged_vocab = stage.file("vocab.tiktoken");
+  if (resumed && opt.train_vocab > 0 && (!fs::exists(staged_vocab) || file_digest(staged_vocab) != resumed->vocab_digest)) {
+    why = "its trained vocabulary is missing or changed";
+    resumed.reset();
+    stage.clear();
+  }
+  if (!why.empty() && opt.notice)
+    opt.notice(fmt::format("starting over: the stopped preparation in {} does not fit: {}", stage.dir(), why));
+  return resumed;
+}
+
+// Moves the staged shards and vocabulary into the output, prepare.json last (its presence
+// means the shards are whole).
+PrepareSummary publish(const PrepareOptions& opt, const std::vector<InputFile>& files, const ShardSequence& shards,
+                       const Run& run, const Gpt2Tokenizer& tok, const std::string& staged_vocab, size_t resumed_shards,
+                       Clock::time_point start) {
+  const fs::path out_dir(opt.output);
+  std::error_code ec;
+  std::ofstream(out_dir / kSwapMarker).put('\n');
+  fs::remove(out_dir / kManifest, ec);
+  PrepareSummary s;
+  s.output = opt.output;
+  s.shards = swap_in(out_dir, shards.files());
+  fs::rename(staged_vocab, out_dir / "vocab.tiktoken");
+  s.vocab = (out_dir / "vocab.tiktoken").string();
+  s.vocab_size = tok.vocab_size();
+  s.vocab_trained = opt.train_vocab > 0;
+  s.unigram_val_loss = shards.unigram_val_loss();
+  s.files = files.size();
+  s.documents = run.state.documents;
+  s.bytes = run.state.text_bytes;
+  s.tokens = shards.tokens();
+  s.val_tokens = shards.counts().front();
+  s.train_tokens = s.tokens - s.val_tokens;
+  s.skipped = run.state.skipped;
+  s.resumed_shards = resumed_shards;
+  s.seconds = since(start);
+  write_manifest(out_dir / kManifest, opt, s, files, run.state);
+  fs::remove(out_dir / kSwapMarker, ec);
+  return s;
+}
+
+// The preparation proper, in the staging directory; `kept` is set once there is work worth
+// keeping for a rerun (a complete shard).
+PrepareSummary prepare_in_stage(const PrepareOptions& opt, const std::vector<InputFile>& files, PrepareStage& stage,
+                                Clock::time_point start, size_t& kept) {
+  auto notice = [&](const std::string& line) {
+    if (opt.notice) opt.notice(line);
+  };
+  const fs::path out_dir(opt.output);
+  DocumentSource source(files, read_options(opt), opt.shuffle_seed);
+  const std::string given_vocab = opt.vocab.empty() ? default_vocab_path() : opt.vocab;
+  std::optional<Gpt2Tokenizer> tokenizer;
+  if (opt.train_vocab == 0) tokenizer.emplace(given_vocab);  // a bad vocabulary fails here, naming the fix
+  const std::string settings = settings_text(opt, files, given_vocab);
+  const std::optional<PrepareState> resumed = resumable(opt, stage, settings);
+  const std::string staged_vocab = stage.file("vocab.tiktoken");
+  if (opt.train_vocab > 0 && !resumed) train_vocabulary(source, opt, staged_vocab);
+  const std::string vocab_source = opt.train_vocab > 0 ? staged_vocab : given_vocab;
+  if (opt.train_vocab > 0) tokenizer.emplace(vocab_source);
+  const Gpt2Tokenizer& tok = *tokenizer;
+  const std::string name = opt.name.empty() ? out_dir.filename().string() : opt.name;
+  ShardSequence shards(stage.dir(), name.empty() ? "corpus" : name, static_cast<uint64_t>(opt.val_tokens),
+                       static_cast<uint64_t>(opt.shard_tokens), tok.vocab_size());
+
+  Run run;
+  run.start = start;
+  run.kept = &kept;
+  run.progress.bytes_total = source.bytes_total();
+  run.progress.max_tokens = opt.max_tokens;
+  if (resumed) {
+    run.state = *resumed;
+    shards.restore(*resumed);
+    kept = resumed->shards.size();
+    run.progress.resumed_tokens = shards.tokens();
+    run.progress.resumed_text_bytes = resumed->text_bytes;
+    source.seek(resumed->resume_at);
+    run.progress.resumed_bytes = source.bytes_read();
+    notice(fmt::format("resuming: {} complete shards ({} tokens) of a stopped run, kept in {}", kept, shards.tokens(),
+                       stage.dir()));
+  }
+  run.state.settings = settings;
+  run.state.vocab_digest = file_digest(vocab_source);
+  tokenize_into_shards(source, tok, shards, stage, opt, resumed.has_value(), run);
+  kept = std::max(kept, shards.files().size());
+  if (shards.tokens() <= static_cast<uint64_t>(opt.val_tokens))
+    throw Error(fmt::format("the text has {} tokens, not more than the {} of the validation shard: nothing is left to "
+                            "train on",
+                            shards.tokens(), opt.val_tokens),
+                where_inputs(opt), "lower --val-tokens or give more text");
+  shards.finish();
+  shards.record(run.state);
+  run.progress.done = true;
+  const bool cut = opt.max_tokens > 0 && shards.tokens() >= opt.max_tokens;  // the rest of the input stays unread
+  report(opt, run, shards, cut ? run.progress.bytes_done : source.bytes_total());
+  copy_vocabulary(vocab_source, staged_vocab);
+  return publish(opt, files, shards, run, tok, staged_vocab, resumed ? resumed->shards.size() : 0, start);
+}
+
 }  // namespace
 
 PrepareSummary prepare_corpus(const PrepareOptions& opt) {
@@ -500,47 +479,31 @@ PrepareSummary prepare_corpus(const PrepareOptions& opt) {
   if (holds_preparation(out_dir) && !opt.force)
     throw Error("the output directory already holds prepared shards", opt.output,
                 "pass --force to replace them, or choose another --output");
-  const auto files = text_files(opt.inputs, opt.fetch_hint);
-  const Corpus corpus = read_corpus(files, opt);
-
-  const Stage stage(out_dir);
-  // The vocabulary goes with the shards: trained here, or a copy of the file given.
-  const fs::path stage_vocab = stage.dir() / "vocab.tiktoken";
-  const std::string vocab_source = stage_vocabulary(corpus, opt, stage_vocab);
-  const Gpt2Tokenizer tok(vocab_source);  // checked before any shard: a bad file fails naming the fix
-  const std::string name = opt.name.empty() ? out_dir.filename().string() : opt.name;
-  ShardAssembler shards(stage.dir(), name.empty() ? "corpus" : name, opt.val_tokens, opt.shard_tokens, tok.vocab_size());
-  const int threads = opt.threads > 0 ? opt.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const PrepareProgress progress = tokenize_corpus(corpus, tok, threads, shards, opt, start);
-  if (progress.tokens <= static_cast<uint64_t>(opt.val_tokens))
-    throw Error(fmt::format("the text has {} tokens, not more than the {} of the validation shard: nothing is left to "
-                            "train on",
-                            progress.tokens, opt.val_tokens),
-                opt.inputs.size() == 1 ? opt.inputs[0] : "the inputs", "lower --val-tokens or give more text");
-  shards.finish();
-  copy_vocabulary(vocab_source, stage_vocab);
-
+  const std::vector<InputFile> files = input_files(opt.inputs, opt.format, opt.fetch_hint);
   std::error_code ec;
-  std::ofstream(out_dir / kSwapMarker).put('\n');
-  fs::remove(out_dir / kManifest, ec);
-  PrepareSummary s;
-  s.output = opt.output;
-  s.shards = swap_in(out_dir, shards.files());
-  fs::rename(stage_vocab, out_dir / "vocab.tiktoken");
-  s.vocab = (out_dir / "vocab.tiktoken").string();
-  s.vocab_size = tok.vocab_size();
-  s.vocab_trained = opt.train_vocab > 0;
-  s.unigram_val_loss = shards.unigram_val_loss();
-  s.files = files.size();
-  s.documents = corpus.docs.size();
-  s.bytes = corpus.bytes;
-  s.tokens = progress.tokens;
-  s.val_tokens = shards.counts().front();
-  s.train_tokens = s.tokens - s.val_tokens;
-  s.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  write_manifest(out_dir / kManifest, opt, s, shards.counts());
-  fs::remove(out_dir / kSwapMarker, ec);
-  return s;
+  fs::create_directories(out_dir, ec);
+  if (ec) throw Error(fmt::format("cannot create the output directory: {}", ec.message()), opt.output, "check the path and permissions");
+  remove_stale_stages(out_dir);
+  PrepareStage stage(opt.output);
+  size_t kept = 0;
+  try {
+    PrepareSummary s = prepare_in_stage(opt, files, stage, start, kept);
+    stage.remove();
+    return s;
+  } catch (const Error& e) {
+    if (kept == 0) {
+      stage.remove();
+      throw;
+    }
+    const std::string more =
+        fmt::format("{}{} complete shard{} kept in {}: the same command continues from there",
+                    e.fix().empty() ? "" : e.fix() + "; ", kept, kept == 1 ? " is" : "s are", stage.dir());
+    if (dynamic_cast<const InputError*>(&e)) throw InputError(e.what_part(), e.where(), more);
+    throw Error(e.what_part(), e.where(), more);
+  } catch (...) {
+    if (kept == 0) stage.remove();
+    throw;
+  }
 }
 
 std::optional<PrepareSummary> read_prepared(const std::string& dir) {
@@ -600,6 +563,10 @@ PrepareOptions load_recipe(const std::string& name_or_path) {
   else
     o.inputs.push_back(resolve(in.as<std::string>()));
   o.output = resolve(node.require<std::string>("output"));
+  o.format = node.get_choice("format", "auto", {"auto", "text", "jsonl", "parquet"});
+  o.text_key = node.get<std::string>("text_key", o.text_key);
+  o.text_column = node.get<std::string>("text_column", o.text_column);
+  o.max_tokens = static_cast<uint64_t>(node.get_int("max_tokens", 0, 0, INT64_MAX));
   o.split = node.get_choice("split", "file", {"file", "blank-line", "marker"});
   o.marker = node.get<std::string>("marker", "");
   o.val_tokens = node.get_int("val_tokens", o.val_tokens, 1, INT32_MAX);
