@@ -35,7 +35,7 @@ HWY_INLINE void store_f(D d, float* p, hn::Vec<D> v) {
   hn::StoreU(v, d, p);
 }
 template <class D>
-HWY_INLINE void store_f(D d, uint16_t* p, hn::Vec<D> v) {
+HWY_INLINE void store_f(D /* tag */, uint16_t* p, hn::Vec<D> v) {
   const hn::RebindToUnsigned<D> du;
   const hn::RebindToSigned<D> di;
   const hn::Rebind<uint16_t, D> d16;

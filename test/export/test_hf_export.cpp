@@ -192,7 +192,7 @@ TEST_CASE("prism export --hf: a rotary model loads in transformers with prism's 
   CHECK(j["model_class"] == "PrismForCausalLM");
   CHECK(j["logits_max_abs_diff"].get<double>() < 1e-4);
   CHECK(j["logits_eager_max_abs_diff"].get<double>() < 1e-4);
-  CHECK(j["attention_heads"].get<std::vector<int>>() == std::vector<int>{2, 4});
+  CHECK(j["attention_heads"].get<std::vector<int>>() == (std::vector<int>{2, 4}));
   CHECK(j["greedy_equal"] == true);  // with and without the KV cache: keys are cached rotated
   CHECK(j["distance_max_abs_diff"].get<double>() < 1e-4);
   // GPT2LMHeadModel has learned positions: a rotary model is refused, before anything is written.

@@ -2,6 +2,7 @@
 
 #include <ATen/record_function.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cpu/rope.h"
 #include "prism/error.h"
