@@ -28,6 +28,7 @@
 #include "prism/error.h"
 #include "prism/ops/add_layer_norm.h"
 #include "prism/ops/bias_gelu.h"
+#include "prism/ops/rope.h"
 #include "prism/schedule/cost.h"
 #include "prism/train/op_profile.h"
 #include "prism/train/host_memory.h"
@@ -250,10 +251,10 @@ std::string reference_command(const Settings& st, bool bf16, bool compiled) {
     env += fmt::format("TORCHINDUCTOR_CACHE_DIR='{}' ", cache);
   return fmt::format(
       "{}'{}' '{}/test/reference/train_reference.py' --d-model {} --heads {} --vocab {} --block {} --batch {} --seq {} "
-      "--steps {} --warmup {} --dtype {} --threads {} --clock {}{} 2>&1",
+      "--steps {} --warmup {} --dtype {} --threads {} --clock {} --position {} --rope-theta {}{} 2>&1",
       env, st.python, reference_source_dir(), mc.d_model, fmt::join(st.uniform.heads(), ","), mc.vocab_size, mc.block_size,
       st.B, st.T, st.steps, st.warmup, bf16 ? "bf16" : "fp32", torch::get_num_threads(), st.cpu_clock ? "cpu" : "wall",
-      compiled ? " --compile" : "");
+      positions_name(mc.position), mc.rope_theta, compiled ? " --compile" : "");
 }
 
 // What `cmd` printed (stdout and stderr), and its exit status.
@@ -306,7 +307,8 @@ const char* kUsage =
     "(AVX512-BF16): elsewhere LibTorch's bf16 matmuls take a fallback far slower than fp32,\n"
     "and one line says it was skipped. --dtype bf16 or both runs bf16 anyway.\n"
     "--profile-summary then profiles a few more steps of each arm and prints where the step's\n"
-    "time goes: matmuls, attention, casts, norms/activations, loss, optimizer, zeroing, ...\n"
+    "time goes: matmuls, attention, casts, norms/activations, loss, optimizer, zeroing,\n"
+    "positions (rotary, with --position rope), ...\n"
     "and the top operations by self time.\n"
     "Progress goes to stderr every ~10 s.";
 
@@ -331,6 +333,8 @@ po::options_description bench_options() {
   o.add_options()
       ("model", po::value<std::string>()->default_value("cpu-256"), "model preset")
       ("vocab", po::value<int64_t>()->default_value(0), "vocabulary size (0: the preset's; 4096: the CPU study's compact vocabulary)")
+      ("position", po::value<std::string>()->default_value("learned"), "positions: learned | rope (rotary, every arm and the PyTorch loops)")
+      ("rope-theta", po::value<double>()->default_value(10000.0), "rotary base with --position rope")
       ("heads", po::value<std::string>(), "Prism schedule (default: 2 layers of 4x-wide heads, 2 of 2x-wide, the rest the preset's; under 5 layers half 2x-wide, half the preset's)")
       ("batch", po::value<int64_t>()->default_value(8), "micro-batch B")
       ("seq", po::value<int64_t>()->default_value(256), "sequence length T")
@@ -354,12 +358,19 @@ po::options_description bench_options() {
   return o;
 }
 
-// --model and --vocab.
+// --model, --vocab, --position and --rope-theta.
 ModelConfig bench_model(const po::variables_map& vm) {
   ModelConfig mc = model_preset(vm["model"].as<std::string>());
   if (const int64_t v = vm["vocab"].as<int64_t>(); v != 0) {
     if (v < 2) throw Error(fmt::format("--vocab {} is too small", v), "prism bench train", "give at least 2, or 0 for the preset's");
     mc.vocab_size = v;
+  }
+  if (const std::string pos = vm["position"].as<std::string>(); pos == "rope") {
+    mc.position = Positions::Rope;
+    mc.rope_theta = vm["rope-theta"].as<double>();
+    validate_model_config(mc, "--rope-theta");
+  } else if (pos != "learned") {
+    throw Error("unknown --position " + pos, "prism bench train", "use learned or rope");
   }
   return mc;
 }
@@ -439,14 +450,16 @@ Settings read_settings(const po::variables_map& vm) {
 void print_setup(const Settings& s, double flops_per_token) {
   std::cout << "prism bench train: training steps (forward + backward + clip + AdamW), random tokens\n";
   std::cout << "machine: " << machine_description() << "\n";
-  std::cout << fmt::format("model: {} ({} layers x {}, vocab {}), B={} T={}, {} timed steps after {} warm-up, attention {}\n",
-                           s.model_name, s.mc.n_layer, s.mc.d_model, s.mc.vocab_size, s.B, s.T, s.steps, s.warmup,
-                           s.backend);
+  std::cout << fmt::format("model: {} ({} layers x {}, vocab {}, {} positions), B={} T={}, {} timed steps after {} "
+                           "warm-up, attention {}\n",
+                           s.model_name, s.mc.n_layer, s.mc.d_model, s.mc.vocab_size, positions_name(s.mc.position), s.B,
+                           s.T, s.steps, s.warmup, s.backend);
   std::cout << fmt::format("CPU code paths: fused attention kernel {} ({}); LM-head softmax and MLP bias + GELU "
                            "kernels: Highway {}; residual add + LayerNorm: Highway {}; AdamW on bf16 working "
-                           "copies: Highway {}; LibTorch matmuls and SDPA: CPU capability {}\n",
+                           "copies: Highway {}; rotary positions: Highway {}; LibTorch matmuls and SDPA: CPU "
+                           "capability {}\n",
                            attention::default_cpu_code_path().name, attention::default_cpu_code_path().description,
-                           bias_gelu_cpu_target(), layer_norm_cpu_target(), adamw_cpu_target(),
+                           bias_gelu_cpu_target(), layer_norm_cpu_target(), adamw_cpu_target(), rope_cpu_target(),
                            at::get_cpu_capability());
   for (bool bf16 : s.dtypes)
     std::cout << fmt::format("attention '{}' in {}: uniform -> {}; Prism -> {}\n", s.backend, bf16 ? "bf16" : "fp32",

@@ -6,8 +6,10 @@ The modules and parameter names are Prism's own (nanoGPT's: transformer.wte,
 transformer.h.N.attn.c_attn, ...; nn.Linear weights, not GPT-2's Conv1D), so
 model.safetensors holds the checkpoint's tensors unchanged. Computation follows
 prism's model exactly: pre-LayerNorm blocks (eps 1e-5), tanh GELU, attention
-scaled by 1/sqrt(head width) with a causal mask, learned positions, LM head
-tied to the token embedding.
+scaled by 1/sqrt(head width) with a causal mask, learned positions or rotary
+ones (position_embedding "rope": Llama's rotate_half convention, each layer's q
+and k turned at its own head width, angles computed in float64 as prism does),
+LM head tied to the token embedding.
 
 Supports the KV cache (generate), attention_mask (padding) and position_ids,
 output_attentions (per layer a (batch, heads[l], query, key) tensor of
@@ -28,6 +30,19 @@ from .configuration_prism import PrismConfig
 _CACHE_FIELD = "cache" if "cache" in CausalLMOutputWithPast.__dataclass_fields__ else "past_key_values"
 
 
+def _rotary_tables(head_dim, theta, position_ids, dtype):
+    """cos and sin of t * theta^(-2c/D), repeated for both halves: (B, 1, T, D) in `dtype`."""
+    inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float64, device=position_ids.device) / head_dim))
+    angles = position_ids[..., None].to(torch.float64) * inv_freq
+    emb = torch.cat((angles, angles), dim=-1)[:, None]
+    return emb.cos().to(dtype), emb.sin().to(dtype)
+
+
+def _rotate_half(x):
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
 class PrismAttention(nn.Module):
     """Causal self-attention with this layer's own head count."""
 
@@ -41,10 +56,13 @@ class PrismAttention(nn.Module):
         self.attn_dropout = config.dropout
         self.resid_dropout = nn.Dropout(config.dropout)
 
-    def forward(self, x, allowed, cache=None, output_attentions=False):
+    def forward(self, x, allowed, cache=None, output_attentions=False, rotary=None):
         B, T, C = x.shape
         # Prism's layout: (B, T, 3, heads, head_dim), then (B, heads, T, head_dim) each.
         q, k, v = self.c_attn(x).view(B, T, 3, self.n_head, self.head_dim).permute(2, 0, 3, 1, 4)
+        if rotary is not None:  # rotary positions: q and k turned before the cache keeps k
+            cos, sin = rotary
+            q, k = q * cos + _rotate_half(q) * sin, k * cos + _rotate_half(k) * sin
         if cache is not None:
             k, v = cache.update(k, v, self.layer_idx)
         dropout = self.attn_dropout if self.training else 0.0
@@ -80,8 +98,8 @@ class PrismBlock(nn.Module):
         self.ln_2 = nn.LayerNorm(config.n_embd, eps=eps, bias=config.bias)
         self.mlp = PrismMLP(config)
 
-    def forward(self, x, allowed, cache=None, output_attentions=False):
-        a, probs = self.attn(self.ln_1(x), allowed, cache, output_attentions)
+    def forward(self, x, allowed, cache=None, output_attentions=False, rotary=None):
+        a, probs = self.attn(self.ln_1(x), allowed, cache, output_attentions, rotary)
         x = x + a
         return x + self.mlp(self.ln_2(x)), probs
 
@@ -125,7 +143,8 @@ class PrismModel(PrismPreTrainedModel):
     def __init__(self, config):
         super().__init__(config)
         self.wte = nn.Embedding(config.vocab_size, config.n_embd)
-        self.wpe = nn.Embedding(config.n_positions, config.n_embd)
+        self.rope = config.position_embedding == "rope"
+        self.wpe = None if self.rope else nn.Embedding(config.n_positions, config.n_embd)
         self.drop = nn.Dropout(config.dropout)
         self.h = nn.ModuleList([PrismBlock(config, i) for i in range(config.n_layer)])
         self.ln_f = nn.LayerNorm(config.n_embd, eps=config.layer_norm_epsilon, bias=config.bias)
@@ -166,7 +185,7 @@ class PrismModel(PrismPreTrainedModel):
         if use_cache and cache is None:
             cache = DynamicCache(config=self.config)
         past = cache.get_seq_length() if cache is not None else 0
-        if past + T > self.config.n_positions:
+        if past + T > self.config.n_positions and not self.rope:
             raise ValueError(
                 f"PrismModel: {past + T} positions, but the model was trained with a context of "
                 f"{self.config.n_positions} (n_positions); use at most that many tokens"
@@ -179,13 +198,19 @@ class PrismModel(PrismPreTrainedModel):
                 position_ids = torch.arange(past, past + T, device=inputs_embeds.device)[None]
         allowed = _allowed_keys(attention_mask, B, T, past, inputs_embeds.device)
 
-        x = self.drop(inputs_embeds + self.wpe(position_ids))
+        x = self.drop(inputs_embeds if self.rope else inputs_embeds + self.wpe(position_ids))
+        # One rotary table per head width, shared by the layers of that width.
+        rotary = {}
+        if self.rope:
+            widths = {block.attn.head_dim for block in self.h}
+            position_ids = position_ids.expand(B, T)
+            rotary = {d: _rotary_tables(d, self.config.rope_theta, position_ids, x.dtype) for d in widths}
         hidden_states = () if output_hidden_states else None
         attentions = () if output_attentions else None
         for block in self.h:
             if output_hidden_states:
                 hidden_states += (x,)
-            x, probs = block(x, allowed, cache if use_cache else None, output_attentions)
+            x, probs = block(x, allowed, cache if use_cache else None, output_attentions, rotary.get(block.attn.head_dim))
             if output_attentions:
                 attentions += (probs,)
         x = self.ln_f(x)

@@ -100,3 +100,23 @@ TEST_CASE("to_yaml writes a config that parses back to the same run", "[config]"
   CHECK(again.model.dropout == c.model.dropout);
   CHECK(again.model.preset == "cpu-128");
 }
+
+TEST_CASE("model.position and rope_theta: read, checked, and written only for rotary models", "[config][rope]") {
+  auto learned = parse("model: {preset: cpu-128}\n");
+  CHECK(learned.model.position == Positions::Learned);
+  // A learned-position config reads as it did before positions had a choice (sweep directories compare the text).
+  CHECK(to_yaml(learned).find("position") == std::string::npos);
+  auto rope = parse("model: {preset: cpu-128, position: rope, rope_theta: 500000}\n");
+  CHECK(rope.model.position == Positions::Rope);
+  CHECK(rope.model.rope_theta == 500000.0);
+  auto again = parse(to_yaml(rope));
+  CHECK(again.model.position == Positions::Rope);
+  CHECK(again.model.rope_theta == 500000.0);
+  CHECK(parse("model: {preset: cpu-128, position: rope}\n").model.rope_theta == 10000.0);
+  CHECK_THAT(error_of("model: {preset: cpu-128, position: alibi}\n"),
+             Catch::Contains("model.position") && Catch::Contains("learned, rope"));
+  CHECK_THAT(error_of("model: {preset: cpu-128, position: rope, rope_theta: 0}\n"), Catch::Contains("rope_theta"));
+  // Rotary positions turn pairs: a head width of 1 (d_model 128, 128 heads) is refused, naming the layer.
+  CHECK_THAT(error_of("model: {preset: cpu-128, n_head: 128, position: rope}\nschedule: {heads: [128,128,128,128,128,128]}\n"),
+             Catch::Contains("layer 0 has 128 heads of width 1") && Catch::Contains("model.position: learned"));
+}

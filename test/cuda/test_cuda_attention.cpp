@@ -14,6 +14,7 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
+#include "prism/model/gpt.h"
 #include "prism/ops/cuda/cuda_attention.h"
 #endif
 
@@ -224,5 +225,36 @@ TEST_CASE("cuda attention rejects what it cannot run, saying why", "[cuda][atten
   CHECK_FALSE(prism::attention::cuda_attention_supports(torch::randn({1, 8, 2, 64}, opts), 0.1, &why));
   CHECK_THAT(why, Catch::Contains("dropout"));
   CHECK(prism::attention::cuda_attention_supports(torch::randn({1, 8, 2, 64}, opts), 0.0));
+#endif
+}
+
+// Rotary positions on a GPU run LibTorch's ops (ops/rope.h), on the CPU the Highway kernel:
+// the same model and tokens give the same logits and gradients on both.
+TEST_CASE("a rotary-position model on the GPU equals the same model on the CPU, gradients included",
+          "[cuda][attention][rope]") {
+  if (skip_without_gpu()) return;
+#ifdef PRISM_WITH_CUDA
+  torch::manual_seed(3);
+  prism::ModelConfig cfg = prism::model_preset("test-tiny");
+  cfg.position = prism::Positions::Rope;
+  const auto schedule = prism::HeadSchedule::parse("1,2");  // head widths 64 and 32 (cuda kernel instances)
+  prism::GPT cpu(cfg, schedule), gpu(cfg, schedule);
+  {
+    torch::NoGradGuard ng;
+    auto from = cpu->named_parameters();
+    for (auto& p : gpu->named_parameters()) p.value().copy_(from[p.key()]);
+  }
+  gpu->to(torch::kCUDA);
+  auto idx = torch::randint(0, cfg.vocab_size, {2, 32}, torch::kLong);
+  auto targets = torch::randint(0, cfg.vocab_size, {2, 32}, torch::kLong);
+  auto lc = cpu->forward(idx, targets).loss, lg = gpu->forward(idx.cuda(), targets.cuda()).loss;
+  lc.backward();
+  lg.backward();
+  CHECK(std::abs(lc.item<double>() - lg.item<double>()) < 1e-4);
+  auto gpu_params = gpu->named_parameters();
+  for (const auto& p : cpu->named_parameters()) {
+    INFO("gradient of " << p.key());
+    CHECK(rel_err(gpu_params[p.key()].grad().cpu(), p.value().grad()) < 1e-3);
+  }
 #endif
 }

@@ -3,7 +3,8 @@
 // test-tiny's vocab_size) trained on the Austen corpus by `prism data vocab`,
 // the corpus tokenised with it, and two small runs trained a few steps on it:
 // a Prism schedule [2, 4] and a uniform [4, 4] trained without biases (so the
-// GPT-2 export writes its zero biases).
+// GPT-2 export writes its zero biases); with `rotary`, a third: [2, 4] with
+// rotary positions (head widths 32 and 16).
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -21,8 +22,9 @@ struct CompactRuns {
   std::string shards = dir.file("shards");
   std::string prism = dir.file("runs/prism");
   std::string uniform = dir.file("runs/uniform");
+  std::string rope = dir.file("runs/rope");
 
-  explicit CompactRuns(int steps = 12) {
+  explicit CompactRuns(int steps = 12, bool rotary = false) {
     const std::string text = austen_text_dir();
     auto r = run_prism(fmt::format("data vocab -q '{}' --size 512 -o '{}'", text, vocab));
     INFO(r.output);
@@ -39,7 +41,10 @@ struct CompactRuns {
         "        threads: 1, dtype: fp32}}\n"
         "data: {{dir: {}}}\n",
         steps, shards));
-    for (const auto& [out, extra] : {std::pair{prism, ""}, std::pair{uniform, "schedule.heads=[4,4] model.bias=false"}}) {
+    std::vector<std::pair<std::string, std::string>> runs = {{prism, ""},
+                                                             {uniform, "schedule.heads=[4,4] model.bias=false"}};
+    if (rotary) runs.emplace_back(rope, "+model.position=rope +model.rope_theta=1000");
+    for (const auto& [out, extra] : runs) {
       auto t = run_prism(fmt::format("train {} --out {} {}", config, out, extra));
       INFO(t.output);
       REQUIRE(t.exit_code == 0);

@@ -168,6 +168,41 @@ TEST_CASE("prism export --hf: transformers loads the export: logits, greedy toke
   }
 }
 
+TEST_CASE("prism export --hf: a rotary model loads in transformers with prism's logits, greedy tokens and distance",
+          "[export][hf][rope]") {
+  CompactRuns runs(12, /*rotary=*/true);
+  const std::string dir = runs.dir.file("hf/rope");
+  auto r = run_prism(fmt::format("export {} --hf {} --vocab {}", runs.rope, dir, runs.vocab));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const json config = json::parse(read_file(dir + "/config.json"));
+  CHECK(config["position_embedding"] == "rope");
+  CHECK(config["rope_theta"].get<double>() == 1000.0);
+  for (const auto& t : load_safetensors(dir + "/model.safetensors").tensors) CHECK(t.first != "transformer.wpe.weight");
+  CHECK_THAT(read_file(dir + "/README.md"), Catch::Contains("Positions are rotary"));
+  write_expected(runs.rope, runs.vocab, runs.val_shard(), runs.dir.file("expected.safetensors"));
+  r = run_prism(fmt::format("distance {} --data {} --seq-len 32 --batch 2 --tokens 256 --threads 1", runs.rope,
+                            runs.val_shard()));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const json j = reference_json(
+      "hf_roundtrip.py", fmt::format("--export {} --expected {} --run-h5 {}/run.h5 --shard {} --seq-len 32 --batch 2",
+                                     dir, runs.dir.file("expected.safetensors"), runs.rope, runs.val_shard()));
+  INFO(j.dump());
+  CHECK(j["model_class"] == "PrismForCausalLM");
+  CHECK(j["logits_max_abs_diff"].get<double>() < 1e-4);
+  CHECK(j["logits_eager_max_abs_diff"].get<double>() < 1e-4);
+  CHECK(j["attention_heads"].get<std::vector<int>>() == (std::vector<int>{2, 4}));
+  CHECK(j["greedy_equal"] == true);  // with and without the KV cache: keys are cached rotated
+  CHECK(j["distance_max_abs_diff"].get<double>() < 1e-4);
+  // GPT2LMHeadModel has learned positions: a rotary model is refused, before anything is written.
+  const std::string gpt2 = runs.dir.file("hf/rope-gpt2");
+  r = run_prism(fmt::format("export {} --hf {} --hf-format gpt2 --vocab {}", runs.rope, gpt2, runs.vocab));
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Catch::Contains("rotary") && Catch::Contains("--hf-format prism"));
+  CHECK_FALSE(std::filesystem::exists(gpt2));
+}
+
 TEST_CASE("prism export --hf: refusals name the problem and the fix and write nothing, and the run's vocabulary is used",
           "[export][hf]") {
   CompactRuns runs(2);

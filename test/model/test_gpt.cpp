@@ -177,3 +177,31 @@ TEST_CASE("the paper's three shapes: params as nanoGPT reports them, equal acros
   // GPT-2 small, exactly: 124,439,808 with the 1024 x 768 position table.
   CHECK(model_cost(model_preset("gpt2-124m"), HeadSchedule::uniform(12, 12)).params == 124439808);
 }
+
+TEST_CASE("rotary positions: no position table, any context, head widths checked", "[model][rope]") {
+  torch::manual_seed(8);
+  ModelConfig cfg = tiny();
+  cfg.position = Positions::Rope;
+  GPT rope(cfg, HeadSchedule::parse("2,4"));
+  GPT learned(tiny(), HeadSchedule::parse("2,4"));
+  CHECK_FALSE(rope->wpe);
+  CHECK_FALSE(rope->named_parameters().contains("wpe.weight"));
+  // The one difference in parameters is the (block_size, d_model) table; the cost model agrees.
+  CHECK(learned->num_params() - rope->num_params() == 32 * 64);
+  CHECK(rope->num_params(false) == learned->num_params(false));
+  CHECK(model_cost(cfg, HeadSchedule::parse("2,4")).params == rope->num_params());
+  // Longer than block_size (32): a rotary model runs it, a learned one has no rows for it.
+  auto idx = torch::randint(0, 512, {1, 48}, torch::kLong);
+  torch::NoGradGuard ng;
+  CHECK(rope->forward(idx).logits.sizes() == torch::IntArrayRef({1, 48, 512}));
+  CHECK_THROWS_WITH(learned->forward(idx), Catch::Contains("exceeds the model's block_size 32"));
+  // Causal with rotary positions too: a later token leaves earlier logits as they were.
+  auto changed = idx.clone();
+  changed[0][40] = (idx[0][40].item<int64_t>() + 1) % 512;
+  CHECK(torch::allclose(rope->forward(idx).logits.narrow(1, 0, 40), rope->forward(changed).logits.narrow(1, 0, 40),
+                        1e-6, 1e-6));
+  // A model of odd head widths (64 / 64 = 1) cannot rotate pairs.
+  ModelConfig odd = cfg;
+  odd.n_head = 64;
+  CHECK_THROWS_WITH(GPT(odd, HeadSchedule::parse("64,64")), Catch::Contains("layer 0 has 64 heads of width 1"));
+}

@@ -1,5 +1,7 @@
 // The C++ model against the PyTorch reference (test/reference/gpt_reference.py)
-// with the same weights: logits, loss and every parameter gradient, fp32.
+// with the same weights: logits, loss and every parameter gradient, fp32. Rotary
+// models against the reference running Hugging Face Llama's rotary code, on every
+// CPU attention back end.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 #include <torch/torch.h>
@@ -16,9 +18,10 @@ double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
   return (a.to(torch::kDouble) - b.to(torch::kDouble)).abs().max().item<double>();
 }
 
-void check_parity(const ModelConfig& cfg, const HeadSchedule& schedule, uint64_t seed) {
+void check_parity(const ModelConfig& cfg, const HeadSchedule& schedule, uint64_t seed,
+                  attention::Backend backend = attention::Backend::Auto) {
   torch::manual_seed(seed);
-  GPT model(cfg, schedule);
+  GPT model(cfg, schedule, backend);
   // Perturb LayerNorm and bias parameters so their gradients and use are tested
   // with non-trivial values (GPT-2 init sets them to 1 and 0).
   {
@@ -40,7 +43,8 @@ void check_parity(const ModelConfig& cfg, const HeadSchedule& schedule, uint64_t
   std::vector<std::string> heads;
   for (int h : schedule.heads()) heads.push_back(std::to_string(h));
   save_safetensors(dir.file("in.safetensors"), in,
-                   {{"heads", fmt::format("{}", fmt::join(heads, ","))}, {"bias", cfg.bias ? "1" : "0"}});
+                   {{"heads", fmt::format("{}", fmt::join(heads, ","))}, {"bias", cfg.bias ? "1" : "0"},
+                    {"position", positions_name(cfg.position)}, {"rope_theta", fmt::format("{}", cfg.rope_theta)}});
 
   auto ref_run = test::run_reference("gpt_reference.py", dir.file("in.safetensors") + " " + dir.file("out.safetensors"));
   INFO(ref_run.output);
@@ -64,7 +68,7 @@ void check_parity(const ModelConfig& cfg, const HeadSchedule& schedule, uint64_t
   CHECK(checked == static_cast<int>(model->parameters().size()));
 }
 
-ModelConfig parity_shape(bool bias) {
+ModelConfig parity_shape(bool bias, Positions position = Positions::Learned) {
   ModelConfig c;
   c.n_layer = 4;
   c.d_model = 64;
@@ -72,6 +76,7 @@ ModelConfig parity_shape(bool bias) {
   c.block_size = 24;
   c.vocab_size = 101;
   c.bias = bias;
+  c.position = position;
   return c;
 }
 
@@ -87,4 +92,18 @@ TEST_CASE("parity with the PyTorch reference: Prism schedule", "[model][parity]"
 
 TEST_CASE("parity with the PyTorch reference: Prism schedule without bias", "[model][parity]") {
   check_parity(parity_shape(false), HeadSchedule::parse("2x2,4x2"), 13);
+}
+
+TEST_CASE("parity with the PyTorch reference: rotary positions, uniform schedule", "[model][parity][rope]") {
+  check_parity(parity_shape(true, Positions::Rope), HeadSchedule::uniform(4, 4), 14);
+}
+
+// Head widths 64, 32, 16, 16: each layer rotates at its own width (32, 16 and 8 frequency pairs).
+TEST_CASE("parity with the PyTorch reference: rotary positions, Prism schedule, on every CPU back end",
+          "[model][parity][rope]") {
+  ModelConfig cfg = parity_shape(false, Positions::Rope);
+  cfg.rope_theta = 500.0;  // a small base: the slow pairs turn visibly within 24 positions
+  const auto backend = GENERATE(attention::Backend::Reference, attention::Backend::Sdpa, attention::Backend::Fused);
+  INFO("attention back end " << attention::backend_name(backend));
+  check_parity(cfg, HeadSchedule::parse("1,2,4,4"), 15, backend);
 }

@@ -30,6 +30,7 @@ class SdpaAttention(gpt_reference.CausalSelfAttention):
         B, T, C = x.shape
         q, k, v = self.c_attn(x).split(C, dim=2)
         q, k, v = (t.view(B, T, self.n_head, self.head_dim).transpose(1, 2) for t in (q, k, v))
+        q, k = self.rotate(q, k)
         y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         return self.c_proj(y.transpose(1, 2).reshape(B, T, C))
 
@@ -47,6 +48,8 @@ def main():
     ap.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32")
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--position", choices=["learned", "rope"], default="learned")
+    ap.add_argument("--rope-theta", type=float, default=10000.0)
     ap.add_argument("--compile", action="store_true", help="torch.compile the model (compile time reported apart)")
     ap.add_argument("--clock", choices=["wall", "cpu"], default="wall",
                     help="wall, or cpu: process CPU time (as prism bench train --clock cpu)")
@@ -56,10 +59,11 @@ def main():
         torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
     heads = [int(h) for h in a.heads.split(",")]
-    model = gpt_reference.GPT(a.vocab, a.block, a.d_model, heads, bias=True)
+    model = gpt_reference.GPT(a.vocab, a.block, a.d_model, heads, bias=True, position=a.position,
+                              rope_theta=a.rope_theta)
     for block, h in zip(model.h, heads):
         old = block.attn
-        block.attn = SdpaAttention(a.d_model, h, True)
+        block.attn = SdpaAttention(a.d_model, h, True, old.rotary[0])
         block.attn.load_state_dict(old.state_dict())
     model.init_gpt2()
     run_model = torch.compile(model) if a.compile else model

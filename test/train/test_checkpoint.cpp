@@ -16,8 +16,10 @@ struct Setup {
   Config cfg;
   GPT model{nullptr};
   std::unique_ptr<torch::optim::AdamW> opt;
-  explicit Setup(uint64_t seed) {
-    cfg = parse_config(YAML::Load("model: {preset: test-tiny, dropout: 0.1}\nschedule: {heads: [2, 4]}\n"), "test");
+  explicit Setup(uint64_t seed, bool rope = false) {
+    cfg = parse_config(YAML::Load(std::string("model: {preset: test-tiny, dropout: 0.1") +
+                                  (rope ? ", position: rope, rope_theta: 500" : "") + "}\nschedule: {heads: [2, 4]}\n"),
+                       "test");
     torch::manual_seed(seed);
     model = GPT(cfg.model, cfg.schedule);
     opt = make_adamw(*model, cfg.train);
@@ -37,8 +39,9 @@ struct Setup {
 }  // namespace
 
 TEST_CASE("checkpoint round trip continues bit-exactly (weights, AdamW moments, RNG)", "[train][checkpoint]") {
+  const bool rope = GENERATE(false, true);  // learned or rotary positions
   test::TempDir dir;
-  Setup a(5);
+  Setup a(5, rope);
   a.step(1);
   a.step(2);
   TrainerState st;
@@ -51,7 +54,7 @@ TEST_CASE("checkpoint round trip continues bit-exactly (weights, AdamW moments, 
   CHECK(latest_checkpoint(dir.path()) == ckpt);
   double l3a = a.step(3), l4a = a.step(4);
 
-  Setup b(99);  // different init: everything must come from the checkpoint
+  Setup b(99, rope);  // different init: everything must come from the checkpoint
   TrainerState sb;
   load_checkpoint(ckpt, b.model, *b.opt, sb);
   CHECK(sb.step == 2);
@@ -87,13 +90,16 @@ TEST_CASE("checkpoints keep the newest two and latest names a complete one", "[t
 }
 
 TEST_CASE("load_model rebuilds the model from the checkpoint alone", "[train][checkpoint]") {
+  const bool rope = GENERATE(false, true);
   test::TempDir dir;
-  Setup a(3);
+  Setup a(3, rope);
   TrainerState st;
   st.step = 1;
   save_checkpoint(dir.path(), a.model, *a.opt, st, to_yaml(a.cfg));
   auto lm = load_model(dir.path());
   CHECK(lm.config.schedule == a.cfg.schedule);
+  CHECK(lm.config.model.position == (rope ? Positions::Rope : Positions::Learned));
+  CHECK(lm.config.model.rope_theta == (rope ? 500.0 : 10000.0));
   CHECK(lm.step == 1);
   auto idx = torch::randint(0, 512, {1, 8}, torch::kLong);
   a.model->eval();

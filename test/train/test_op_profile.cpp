@@ -28,6 +28,10 @@ TEST_CASE("op profile: categories by kind of work, then by name, then by scope",
   CHECK(op_category("aten::sub", "") == "other");
   CHECK(op_scope("autograd::engine::evaluate_function: torch::autograd::CppNode<LmHeadCrossEntropy>") == "loss");
   CHECK(op_scope("aten::mul") == "");
+  // Rotary positions (ops/rope.h): the kernel's forward record and its autograd node.
+  CHECK(op_category("prism::rope", "") == "positions");
+  CHECK(op_scope("autograd::engine::evaluate_function: torch::autograd::CppNode<prism::(anonymous namespace)::RotaryPositions>") ==
+        "positions");
 }
 
 TEST_CASE("op profile: a training step's time is found in its categories", "[train][profile]") {

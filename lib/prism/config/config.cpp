@@ -50,6 +50,9 @@ ModelConfig parse_model_section(ConfigNode n) {
   }
   m.bias = n.get<bool>("bias", m.bias);
   m.dropout = n.get_real("dropout", m.dropout, 0.0, 0.999);
+  m.position = n.get_choice("position", positions_name(m.position), {"learned", "rope"}) == "rope" ? Positions::Rope
+                                                                                                 : Positions::Learned;
+  m.rope_theta = n.get_real("rope_theta", m.rope_theta, 1.0, 1e12);  // theta <= 1: no frequency below one turn per token
   n.finish();
   if (m.d_model % m.n_head != 0)
     throw Error(fmt::format("model.n_head = {} does not divide model.d_model = {}", m.n_head, m.d_model),
@@ -68,6 +71,7 @@ Config parse_config(const YAML::Node& root, const std::string& source, std::shar
   c.schedule = std::move(section.schedule);
   c.rules = section.rules;
   c.schedule_warnings = check_schedule(c.schedule, c.model.n_layer, c.model.d_model, c.model.n_head, c.rules).warnings();
+  require_rope_head_widths(c.model, c.schedule.heads(), source + " key schedule.heads");
   ConfigNode att = top.child("attention");
   c.attention.backend = att.get_choice("backend", "auto", attention::backend_names());
   att.finish();
@@ -101,6 +105,11 @@ std::string to_yaml(const Config& c) {
   else out << YAML::Key << "vocab_size" << YAML::Value << c.model.vocab_size;
   out << YAML::Key << "bias" << YAML::Value << c.model.bias;
   out << YAML::Key << "dropout" << YAML::Value << c.model.dropout;
+  // Written for rotary models only: a learned-position config reads as it did before positions had a choice.
+  if (c.model.position != Positions::Learned) {
+    out << YAML::Key << "position" << YAML::Value << positions_name(c.model.position);
+    out << YAML::Key << "rope_theta" << YAML::Value << c.model.rope_theta;
+  }
   out << YAML::EndMap;
   out << YAML::Key << "schedule" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "heads" << YAML::Value << YAML::Flow << c.schedule.heads();

@@ -35,6 +35,8 @@ const std::vector<ModelPreset>& model_presets() {
   return presets;
 }
 
+const char* positions_name(Positions p) { return p == Positions::Rope ? "rope" : "learned"; }
+
 ModelConfig model_preset(const std::string& name) {
   std::vector<std::string> names;
   for (const auto& p : model_presets()) {
@@ -60,6 +62,19 @@ void validate_model_config(const ModelConfig& m, const std::string& where) {
                 "choose a baseline head count that divides d_model");
   if (!(m.dropout >= 0.0 && m.dropout < 1.0))
     throw Error(fmt::format("model.dropout = {} is outside [0, 1)", m.dropout), where, "use a dropout in [0, 1)");
+  if (!(m.rope_theta > 0.0))
+    throw Error(fmt::format("model.rope_theta = {} is not positive", m.rope_theta), where,
+                "use a positive base such as 10000 (Llama 2) or 500000 (Llama 3)");
+}
+
+void require_rope_head_widths(const ModelConfig& m, const std::vector<int>& heads, const std::string& where) {
+  if (m.position != Positions::Rope) return;
+  for (size_t l = 0; l < heads.size(); ++l)
+    if (heads[l] > 0 && (m.d_model / heads[l]) % 2 != 0)
+      throw Error(fmt::format("layer {} has {} heads of width {}: rotary positions turn pairs of a head's dimensions, "
+                              "so every head width must be even",
+                              l, heads[l], m.d_model / heads[l]),
+                  where, "choose head counts that leave an even head width, or model.position: learned");
 }
 
 }  // namespace prism

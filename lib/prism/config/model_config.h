@@ -6,12 +6,18 @@
 
 namespace prism {
 
+// How the model knows where a token is: GPT-2's learned table added to the token
+// embedding (`wpe`), or rotary embedding of each layer's queries and keys at its
+// own head width (ops/rope.h).
+enum class Positions { Learned, Rope };
+const char* positions_name(Positions p);  // "learned" | "rope"
+
 struct ModelConfig {
   std::string preset;      // the preset it started from, "" if none
   int n_layer = 12;
   int d_model = 768;
   int n_head = 12;         // baseline heads h_base
-  int block_size = 1024;   // maximum context T
+  int block_size = 1024;   // maximum context T (with rope: the trained context; longer inputs run)
   // `vocab_size: auto` (the default) takes the training data's vocabulary
   // (prepare.json: resolve_data_settings in data/dataset.h); until then, and for
   // data without a manifest (llm.c's shards), vocab_size is the preset's: GPT-2's.
@@ -19,6 +25,8 @@ struct ModelConfig {
   bool vocab_from_data = true;
   bool bias = true;
   double dropout = 0.0;
+  Positions position = Positions::Learned;  // model.position: learned | rope
+  double rope_theta = 10000.0;              // model.rope_theta: the base of the rotary frequencies
 
   int head_dim_base() const { return d_model / n_head; }
 };
@@ -34,7 +42,11 @@ const std::vector<ModelPreset>& model_presets();
 // Throws prism::Error listing the known names.
 ModelConfig model_preset(const std::string& name);
 
-// Shape checks independent of the schedule (d_model % n_head, positive sizes).
+// Shape checks independent of the schedule (d_model % n_head, positive sizes, rope_theta > 0).
 void validate_model_config(const ModelConfig& m, const std::string& where);
+
+// With rotary positions every layer's head width d_model / heads[l] must be even
+// (its pairs turn together); throws prism::Error naming the layer otherwise.
+void require_rope_head_widths(const ModelConfig& m, const std::vector<int>& heads, const std::string& where);
 
 }  // namespace prism

@@ -77,7 +77,9 @@ ordered_json hf_config(const LoadedModel& lm, HfFormat format, int eot, const st
          {"n_head", m.n_head},
          {"heads", heads},
          {"bias", m.bias},
-         {"dropout", m.dropout}};
+         {"dropout", m.dropout},
+         {"position_embedding", positions_name(m.position)},
+         {"rope_theta", m.rope_theta}};
   } else {
     c = {{"architectures", {"GPT2LMHeadModel"}},
          {"model_type", "gpt2"},
@@ -135,8 +137,14 @@ std::string model_card(const LoadedModel& lm, HfFormat format, const HfTokenizer
       prism ? "prism-heads" : "gpt2", fmt::join(lm.config.schedule.heads(), ","), lm.path, lm.step, m.n_layer,
       m.d_model, lm.config.schedule.compact(), m.block_size, tok.vocab_size(), fs::path(vocab).filename().string(),
       tok.ranks, parameters,
-      prism ? "`PrismForCausalLM` (modeling_prism.py, loaded with `trust_remote_code=True`): each layer has its own head "
-              "count; `output_attentions=True` gives per layer (batch, heads, query, key) probabilities."
+      prism ? std::string("`PrismForCausalLM` (modeling_prism.py, loaded with `trust_remote_code=True`): each layer has "
+                          "its own head count; `output_attentions=True` gives per layer (batch, heads, query, key) "
+                          "probabilities.") +
+                  (m.position == Positions::Rope
+                       ? fmt::format(" Positions are rotary (Llama's rotate_half, base {}), each layer at its own head "
+                                     "width; the context above is the one it was trained at.",
+                                     m.rope_theta)
+                       : std::string())
             : "A uniform model, so it is a stock `GPT2LMHeadModel`: no remote code.",
       dir, remote, dir, remote, dir, prism ? ",trust_remote_code=True" : "");
 }
@@ -174,7 +182,7 @@ HfFormat parse_hf_format(const std::string& name) {
   if (name == "prism") return HfFormat::Prism;
   if (name == "gpt2") return HfFormat::Gpt2;
   throw Error(fmt::format("unknown Hugging Face format '{}'", name), "--hf-format",
-              "use prism (any schedule, trust_remote_code) or gpt2 (stock GPT2LMHeadModel, uniform schedules)");
+              "use prism (any schedule, trust_remote_code) or gpt2 (stock GPT2LMHeadModel: uniform schedules, learned positions)");
 }
 
 std::string hf_format_name(HfFormat f) { return f == HfFormat::Prism ? "prism" : "gpt2"; }
@@ -196,6 +204,10 @@ HfExportSummary export_hf(const LoadedModel& lm, const std::string& dir_name, co
   const fs::path dir = fs::absolute(dir_name).lexically_normal();
   check_destination(dir, o.force);
   const auto& heads = lm.config.schedule.heads();
+  // Llama's format would take the rotation but not the rest (LayerNorm with biases, GELU MLP, fused qkv).
+  if (o.format == HfFormat::Gpt2 && lm.config.model.position != Positions::Learned)
+    throw Error("GPT2LMHeadModel has learned positions; this model's are rotary (model.position: rope)", lm.path,
+                "export it with --hf-format prism (loaded with trust_remote_code=True)");
   if (o.format == HfFormat::Gpt2 && !lm.config.schedule.is_uniform())
     throw Error(fmt::format("GPT2LMHeadModel has one head count for every layer; this model's schedule is [{}]",
                             fmt::join(heads, ",")),

@@ -47,14 +47,20 @@ CausalSelfAttentionImpl::CausalSelfAttentionImpl(const ModelConfig& cfg, int n_h
 }
 
 torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x, const attention::Options& attn,
-                                               torch::Tensor* distance) {
+                                               const RopeTable* rope, torch::Tensor* distance) {
   const int64_t B = x.size(0), T = x.size(1), C = x.size(2);
   // (B, T, 3, H, D): q, k, v are strided views, no copies.
   auto qkv = affine(c_attn, x).view({B, T, 3, n_head, head_dim});
+  auto q = qkv.select(2, 0), k = qkv.select(2, 1);
+  if (rope) {
+    RotatedQK r = apply_rope(q, k, *rope);
+    q = r.q;
+    k = r.k;
+  }
   attention::Options opt = attn;
   opt.dropout_p = is_training() ? dropout : 0.0;
   opt.want_distance = distance != nullptr;
-  auto res = attention::causal_attention(qkv.select(2, 0), qkv.select(2, 1), qkv.select(2, 2), opt);
+  auto res = attention::causal_attention(q, k, qkv.select(2, 2), opt);
   if (distance) *distance = res.distance;
   auto y = res.out.reshape({B, T, C});
   return resid_dropout(affine(c_proj, y));
@@ -78,9 +84,10 @@ BlockImpl::BlockImpl(const ModelConfig& cfg, int n_head) {
   mlp = register_module("mlp", MLP(cfg));
 }
 
-Residual BlockImpl::forward(const Residual& in, const attention::Options& a, torch::Tensor* distance) {
+Residual BlockImpl::forward(const Residual& in, const attention::Options& a, const RopeTable* rope,
+                            torch::Tensor* distance) {
   auto [x, normed_1] = ln_1->add_norm(in.x, in.r);  // x = in.x + in.r
-  auto [y, normed_2] = ln_2->add_norm(x, attn(normed_1, a, distance));  // y = x + attn(ln_1(x))
+  auto [y, normed_2] = ln_2->add_norm(x, attn(normed_1, a, rope, distance));  // y = x + attn(ln_1(x))
   return {y, mlp(normed_2)};  // the next LayerNorm adds y + mlp(ln_2(y))
 }
 
@@ -96,8 +103,10 @@ GPTImpl::GPTImpl(const ModelConfig& cfg, const HeadSchedule& schedule, attention
     : cfg_(cfg), schedule_(schedule), backend_(backend) {
   validate_model_config(cfg, "model");
   require_valid_schedule(schedule, cfg.n_layer, cfg.d_model, cfg.n_head, ScheduleRules{}, "model schedule");
+  require_rope_head_widths(cfg, schedule.heads(), "model schedule");
   wte = register_module("wte", torch::nn::Embedding(cfg.vocab_size, cfg.d_model));
-  wpe = register_module("wpe", torch::nn::Embedding(cfg.block_size, cfg.d_model));
+  if (cfg.position == Positions::Learned)
+    wpe = register_module("wpe", torch::nn::Embedding(cfg.block_size, cfg.d_model));
   drop = register_module("drop", torch::nn::Dropout(cfg.dropout));
   h = register_module("h", torch::nn::ModuleList());
   for (int l = 0; l < cfg.n_layer; ++l) h->push_back(Block(cfg, schedule[l]));
@@ -144,9 +153,19 @@ std::vector<attention::Backend> GPTImpl::resolved_backends(int64_t T, const Forw
   return out;
 }
 
+std::map<int64_t, RopeTable> GPTImpl::rope_tables(int64_t T, const torch::Device& device) const {
+  std::map<int64_t, RopeTable> tables;
+  if (cfg_.position != Positions::Rope) return tables;
+  for (int h : schedule_.heads()) {
+    const int64_t d = cfg_.d_model / h;
+    if (!tables.count(d)) tables.emplace(d, rope_table(T, d, cfg_.rope_theta, device));
+  }
+  return tables;
+}
+
 GPTOutput GPTImpl::forward(const torch::Tensor& idx, const torch::Tensor& targets, const ForwardOptions& options) {
   const int64_t T = idx.size(1);
-  if (T > cfg_.block_size)
+  if (T > cfg_.block_size && cfg_.position == Positions::Learned)
     throw Error(fmt::format("sequence length {} exceeds the model's block_size {}", T, cfg_.block_size), "model forward",
                 "use a context of at most model.block_size tokens");
   if (targets.defined() && !options.lm_head)
@@ -154,17 +173,21 @@ GPTOutput GPTImpl::forward(const torch::Tensor& idx, const torch::Tensor& target
                 "pass no targets with ForwardOptions::lm_head off, or leave the LM head on");
   attention::Options attn;
   attn.backend = attention_backend(options);
-  auto pos = torch::arange(T, torch::dtype(torch::kLong).device(idx.device()));
   // On the CPU the token embedding's gradient is sparse (the batch's rows only):
   // the autograd engine adds it in place into the tied LM head's dense gradient,
   // where a dense embedding backward would zero and sum a whole (V, d) table.
   auto tok = torch::embedding(wte->weight, idx, /*padding_idx=*/-1, /*scale_grad_by_freq=*/false,
                               /*sparse=*/idx.device().is_cpu());
-  Residual s{drop(tok + wpe(pos)), torch::Tensor()};
+  if (wpe) tok = tok + wpe(torch::arange(T, torch::dtype(torch::kLong).device(idx.device())));
+  Residual s{drop(tok), torch::Tensor()};
+  // One rotary table per head width in the schedule, shared by the layers of that width.
+  const auto tables = rope_tables(T, idx.device());
   GPTOutput out;
   if (options.want_distance) out.distance.resize(h->size());
-  for (size_t l = 0; l < h->size(); ++l)
-    s = h[l]->as<Block>()->forward(s, attn, options.want_distance ? &out.distance[l] : nullptr);
+  for (size_t l = 0; l < h->size(); ++l) {
+    const RopeTable* rope = tables.empty() ? nullptr : &tables.at(cfg_.d_model / schedule_[static_cast<int>(l)]);
+    s = h[l]->as<Block>()->forward(s, attn, rope, options.want_distance ? &out.distance[l] : nullptr);
+  }
   if (!options.lm_head) return out;
   auto x = ln_f->add_norm(s.x, s.r).normed;
   if (targets.defined()) {
@@ -185,7 +208,7 @@ void GPTImpl::add_working_copies(WorkingCopies& copies) {
 int64_t GPTImpl::num_params(bool include_position_table) const {
   int64_t n = 0;
   for (const auto& p : parameters()) n += p.numel();
-  if (!include_position_table) n -= wpe->weight.numel();
+  if (!include_position_table && wpe) n -= wpe->weight.numel();
   return n;
 }
 

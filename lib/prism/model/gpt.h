@@ -2,13 +2,18 @@
 // The GPT-2 architecture with one difference: every CausalSelfAttention takes
 // its own head count from the HeadSchedule (PAPER.md). Parameter names follow
 // nanoGPT (wte, wpe, h.N.attn.c_attn, ..., ln_f); they are the checkpoint keys.
+// Positions are learned (wpe, GPT-2's) or rotary (model.position: rope): then
+// there is no wpe, and each layer rotates its q and k at its own head width
+// before the attention op, whichever back end runs it.
 #include <torch/torch.h>
 
+#include <map>
 #include <optional>
 #include <vector>
 
 #include "prism/ops/attention.h"
 #include "prism/ops/add_layer_norm.h"
+#include "prism/ops/rope.h"
 #include "prism/config/model_config.h"
 #include "prism/model/working_copies.h"
 #include "prism/schedule/head_schedule.h"
@@ -31,8 +36,10 @@ TORCH_MODULE(LayerNorm);
 class CausalSelfAttentionImpl : public torch::nn::Module {
  public:
   CausalSelfAttentionImpl(const ModelConfig& cfg, int n_head);
-  // x: (B, T, C). When `distance` is given, it receives sum_j p_ij (i - j) as (B, n_head, T).
-  torch::Tensor forward(const torch::Tensor& x, const attention::Options& attn, torch::Tensor* distance = nullptr);
+  // x: (B, T, C). rope: this layer's rotary table (its head width), or null for
+  // learned positions. When `distance` is given, it receives sum_j p_ij (i - j) as (B, n_head, T).
+  torch::Tensor forward(const torch::Tensor& x, const attention::Options& attn, const RopeTable* rope = nullptr,
+                        torch::Tensor* distance = nullptr);
 
   int n_head, head_dim;
   double dropout;
@@ -62,7 +69,8 @@ class BlockImpl : public torch::nn::Module {
  public:
   BlockImpl(const ModelConfig& cfg, int n_head);
   // nanoGPT's x = x + attn(ln_1(x)); x = x + mlp(ln_2(x)), with each add done by the LayerNorm after it.
-  Residual forward(const Residual& in, const attention::Options& attn, torch::Tensor* distance = nullptr);
+  Residual forward(const Residual& in, const attention::Options& attn, const RopeTable* rope = nullptr,
+                   torch::Tensor* distance = nullptr);
 
   LayerNorm ln_1{nullptr}, ln_2{nullptr};
   CausalSelfAttention attn{nullptr};
@@ -97,8 +105,9 @@ class GPTImpl : public torch::nn::Module {
   GPTImpl(const ModelConfig& cfg, const HeadSchedule& schedule,
           attention::Backend backend = attention::Backend::Auto);
 
-  // idx, targets: (B, T) int64 token ids, T <= block_size; targets < 0 are ignored.
-  // Throws prism::Error for T > block_size, or targets with options.lm_head off.
+  // idx, targets: (B, T) int64 token ids; targets < 0 are ignored. T <= block_size
+  // with learned positions (the table has block_size rows); any T with rotary ones.
+  // Throws prism::Error for T > block_size with learned positions, or targets with options.lm_head off.
   GPTOutput forward(const torch::Tensor& idx, const torch::Tensor& targets = {}, const ForwardOptions& options = {});
 
   // The back end a call's attention runs on: the call's, else the model's; a
@@ -109,7 +118,7 @@ class GPTImpl : public torch::nn::Module {
   std::vector<attention::Backend> resolved_backends(int64_t T, const ForwardOptions& options = {}) const;
 
   // nanoGPT's count: every parameter once (the tied LM head shares wte), optionally
-  // without the position table.
+  // without the position table (a rotary model has none).
   int64_t num_params(bool include_position_table = true) const;
   // Registers the model's bf16 working copies (working_copies.h): every Linear
   // weight and the token embedding the LM head reads.
@@ -118,13 +127,15 @@ class GPTImpl : public torch::nn::Module {
   const ModelConfig& config() const { return cfg_; }
   const HeadSchedule& schedule() const { return schedule_; }
 
-  torch::nn::Embedding wte{nullptr}, wpe{nullptr};
+  torch::nn::Embedding wte{nullptr}, wpe{nullptr};  // wpe: learned positions only
   torch::nn::Dropout drop{nullptr};
   torch::nn::ModuleList h{nullptr};
   LayerNorm ln_f{nullptr};
 
  private:
   void init_weights();
+  // The rotary tables of a T-token pass by head width (none with learned positions).
+  std::map<int64_t, RopeTable> rope_tables(int64_t T, const torch::Device& device) const;
   ModelConfig cfg_;
   HeadSchedule schedule_;
   attention::Backend backend_;

@@ -3,7 +3,8 @@
 namespace prism {
 
 ModelCost model_cost(const ModelConfig& cfg, const HeadSchedule& schedule, int context) {
-  const int64_t d = cfg.d_model, V = cfg.vocab_size, P = cfg.block_size;
+  const int64_t d = cfg.d_model, V = cfg.vocab_size;
+  const int64_t P = cfg.position == Positions::Learned ? cfg.block_size : 0;  // rotary positions: no table
   const double T = context > 0 ? context : cfg.block_size;
   const int64_t b = cfg.bias ? 1 : 0;
   ModelCost c;
@@ -24,7 +25,7 @@ ModelCost model_cost(const ModelConfig& cfg, const HeadSchedule& schedule, int c
     c.params += lc.params;
     c.forward_flops_per_token += lc.matmul_flops + lc.attention_flops;
   }
-  c.params += V * d + P * d + ln;  // wte (shared with the LM head), wpe, ln_f
+  c.params += V * d + P * d + ln;  // wte (shared with the LM head), wpe (learned positions), ln_f
   c.params_without_positions = c.params - P * d;
   c.forward_flops_per_token += 2.0 * static_cast<double>(d * V);  // LM head
   c.train_flops_per_token = 3.0 * c.forward_flops_per_token;

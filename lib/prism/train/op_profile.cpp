@@ -103,6 +103,7 @@ std::string op_scope(const std::string& raw) {
   if (any_of(name, {"layer_norm", "LayerNorm", "gelu", "Gelu", "dropout", "Dropout", "relu", "Relu", "tanh", "Tanh"}))
     return "norms/activations";
   if (any_of(name, {"embedding", "Embedding"})) return "embedding";
+  if (any_of(name, {"prism::rope", "RotaryPositions"})) return "positions";
   return "";
 }
 

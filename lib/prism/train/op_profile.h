@@ -3,7 +3,7 @@
 // operation (an op's time minus the time of the ops it called), gathered from
 // LibTorch's RecordFunction hooks on the thread that profiles, and summed into
 // a few categories (matmuls, attention, casts, norms/activations, loss,
-// optimizer, zeroing, embedding, other). `prism bench train --profile-summary`
+// optimizer, zeroing, embedding, positions (rotary), other). `prism bench train --profile-summary`
 // prints it per dtype and arm.
 //
 // Ops run on the calling thread (autograd runs CPU backward there too); the
@@ -26,7 +26,7 @@ namespace prism {
 std::string op_category(const std::string& name, const std::string& scope);
 
 // The scope `name` opens for the ops inside it: "attention", "loss",
-// "optimizer", "norms/activations", "embedding", or "" for none.
+// "optimizer", "norms/activations", "embedding", "positions", or "" for none.
 std::string op_scope(const std::string& name);
 
 struct OpStat {
