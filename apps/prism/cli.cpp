@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <iostream>
 
+#include "prism/data/dataset.h"
 #include "prism/error.h"
 
 namespace prism::cli {
@@ -60,22 +61,17 @@ bool parse(const std::string& command, const std::string& usage, const po::optio
 po::options_description model_options() {
   po::options_description o("Model and schedule");
   o.add_options()
-      ("config,c", po::value<std::string>(), "YAML config file (model:, schedule:, ... sections)")
+      ("config,c", po::value<std::string>(), "YAML config, composed as prism train composes it (a sweep or study file: its base config)")
       ("model,m", po::value<std::string>(), "model preset: gpt2-124m, gpt2-354m, prism-757m, cpu-128, cpu-192, cpu-256, test-tiny, study-tiny")
       ("heads", po::value<std::string>(), "head count per layer: 3,3,3,6,6,6,12x6 (NxK repeats N K times)")
       ("staircase", po::value<std::string>(), "head widths and their layers: 256:3,128:3,64:6")
       ("strict", po::bool_switch(), "treat the design guidelines (rules 4-6) as errors")
-      ("set", po::value<std::vector<std::string>>()->composing(), "key=value override (also accepted positionally)");
+      ("set", po::value<std::vector<std::string>>()->composing(), "key=value or group=option override (also accepted positionally)")
+      ("print-config", po::bool_switch(), "print the resolved config and exit");
   return o;
 }
 
 Config config_from_options(const po::variables_map& vm) {
-  YAML::Node root(YAML::NodeType::Map);
-  std::string source = "command line";
-  if (vm.count("config")) {
-    source = vm["config"].as<std::string>();
-    root = load_yaml_file(source);
-  }
   std::vector<std::string> overrides;
   if (vm.count("model")) overrides.push_back("model.preset=" + vm["model"].as<std::string>());
   if (vm.count("heads") && vm.count("staircase"))
@@ -85,10 +81,15 @@ Config config_from_options(const po::variables_map& vm) {
   if (vm.count("strict") && vm["strict"].as<bool>()) overrides.push_back("schedule.strict=true");
   if (vm.count("set"))
     for (const auto& s : vm["set"].as<std::vector<std::string>>()) overrides.push_back(s);
-  for (const auto& o : overrides) apply_override(root, o);
-  if (!vm.count("config") && !vm.count("model") && !root["model"])
+  const std::string path = vm.count("config") ? vm["config"].as<std::string>() : std::string();
+  const bool names_model = std::any_of(overrides.begin(), overrides.end(), [](const std::string& o) {
+    const std::string key = o.substr(o.find_first_not_of("+~"));
+    return key.rfind("model", 0) == 0;
+  });
+  if (path.empty() && !names_model)
     throw Error("no model given", "command line", "pass --model PRESET (e.g. gpt2-124m) or --config FILE");
-  return parse_config(root, overrides.empty() ? source : source + " (with overrides)");
+  // The one composition path (data/dataset.h): a study or sweep file gives its base config.
+  return compose_run_config(path, overrides, SweepSection::Drop);
 }
 
 }  // namespace prism::cli

@@ -37,7 +37,9 @@ bool parse(const std::string& command, const std::string& usage, const po::optio
            const po::positional_options_description& pos, const std::vector<std::string>& args, po::variables_map& vm);
 
 // The model + schedule a command works on: --config FILE [key=value ...] or
-// --model PRESET with --heads / --staircase / --uniform.
+// --model PRESET with --heads / --staircase, composed as `prism train` composes
+// (compose_run_config: defaults lists, group=option and key=value overrides, the
+// data's vocabulary); a sweep or study file gives its base config.
 po::options_description model_options();
 Config config_from_options(const po::variables_map& vm);
 

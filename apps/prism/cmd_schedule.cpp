@@ -38,34 +38,19 @@ std::string with_commas(int64_t v) {
   return out;
 }
 
-// model.vocab_size: auto (the default) takes the size from the prepared corpus, as
-// training does; parameter counts and FLOPs depend on it.
-std::string g_vocab_note;
-void resolve_vocabulary(Config& c) {
-  if (!c.model.vocab_from_data) return;
-  if (c.data.dir.empty()) {
-    g_vocab_note = " (the preset's: no data.dir to take it from)";
-    return;
-  }
-  try {
-    const bool prepared = describe_data(c.data.dir).prepared;
-    resolve_data_settings(c);
-    g_vocab_note = prepared ? fmt::format(" (from {})", c.data.dir)
-                            : fmt::format(" (the preset's: {} is not prepared)", c.data.dir);
-  } catch (const Error& e) {
-    g_vocab_note = fmt::format(" (the preset's: {})", e.what());
-  }
-}
-
 std::string describe_shape(const ModelConfig& m) {
   return fmt::format("{}{} layers x {}, baseline {} heads (d_h {}), context {}, vocab {}",
                      m.preset.empty() ? "" : m.preset + ": ", m.n_layer, m.d_model, m.n_head, m.head_dim_base(),
-                     m.block_size, m.vocab_size) +
-         g_vocab_note;
+                     m.block_size, m.vocab_size);
+}
+
+// The shape, and where its vocabulary came from (parameters and FLOPs depend on it).
+std::string describe_shape(const Config& c) {
+  return describe_shape(c.model) + (c.model.vocab_from_data ? fmt::format(" ({})", c.vocab_source) : std::string());
 }
 
 int check(const Config& c) {
-  std::cout << fmt::format("schedule {} on {}\n", c.schedule.compact(), describe_shape(c.model));
+  std::cout << fmt::format("schedule {} on {}\n", c.schedule.compact(), describe_shape(c));
   // parse_config already threw for errors; what is left are guideline warnings.
   if (c.schedule_warnings.empty()) {
     std::cout << "valid: satisfies all six rules\n";
@@ -114,7 +99,7 @@ int enumerate(const Config& c, const po::variables_map& vm) {
   const std::string format = vm["format"].as<std::string>();
   if (format == "json") {
     nlohmann::json j;
-    j["model"] = describe_shape(c.model);
+    j["model"] = describe_shape(c);
     j["head_dims"] = dims;
     j["count"] = all.size();
     for (const auto& s : all) j["schedules"].push_back(s.heads());
@@ -126,7 +111,7 @@ int enumerate(const Config& c, const po::variables_map& vm) {
     return 0;
   }
   std::cout << fmt::format("{}\nwide head widths {}, stages of {}-{} layers, baseline share >= {:g}{}\n",
-                           describe_shape(c.model), fmt::join(dims, ","), sp.rules.block_min, sp.rules.block_max,
+                           describe_shape(c), fmt::join(dims, ","), sp.rules.block_min, sp.rules.block_max,
                            sp.rules.baseline_share, sp.rules.strict ? ", guidelines strict" : "");
   std::cout << fmt::format("{} schedule{}:\n", all.size(), all.size() == 1 ? "" : "s");
   for (size_t i = 0; i < all.size(); ++i) {
@@ -147,7 +132,7 @@ int inspect(const Config& c, const po::variables_map& vm) {
   for (const auto& l : base.layers) base_scores += l.score_elements;
   if (vm["format"].as<std::string>() == "json") {
     nlohmann::json j;
-    j["model"] = describe_shape(c.model);
+    j["model"] = describe_shape(c);
     j["schedule"] = c.schedule.heads();
     j["context"] = T;
     for (size_t l = 0; l < cost.layers.size(); ++l) {
@@ -167,7 +152,7 @@ int inspect(const Config& c, const po::variables_map& vm) {
     std::cout << j.dump(2) << "\n";
     return 0;
   }
-  std::cout << fmt::format("schedule {} on {}\n\n", c.schedule.compact(), describe_shape(c.model));
+  std::cout << fmt::format("schedule {} on {}\n\n", c.schedule.compact(), describe_shape(c));
   std::cout << fmt::format("{:>5} {:>5} {:>5} {:>11} {:>12} {:>13} {:>13} {:>10}\n", "layer", "heads", "d_h",
                            "tensor-core", "params", "matmul MF/tok", "attn MF/tok", "scores/tok");
   for (size_t l = 0; l < cost.layers.size(); ++l) {
@@ -239,7 +224,10 @@ int run(const std::vector<std::string>& args) {
       std::cerr << fmt::format("prism schedule: invalid: {}\n", e.what());
       return 1;
     }
-    resolve_vocabulary(c);
+    if (vm["print-config"].as<bool>()) {
+      std::cout << print_config(c);
+      return 0;
+    }
     if (action == "check") return check(c);
     if (action == "enumerate") return enumerate(c, vm);
     return inspect(c, vm);

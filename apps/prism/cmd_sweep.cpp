@@ -48,7 +48,7 @@ int run(const std::vector<std::string>& args) {
         ("set", po::value<std::vector<std::string>>()->composing(), "key=value overrides (positional)")
         ("out,o", po::value<std::string>(), "sweep directory (default: sweeps/<sweep name>)")
         ("dry-run", po::bool_switch(), "print the trials (count, names, schedules) and exit; runs nothing")
-        ("print-config", po::bool_switch(), "print the composed sweep file (defaults, overrides, ${...} resolved) and exit")
+        ("print-config", po::bool_switch(), "print the resolved base config (as prism train and schedule resolve it) and the sweep section, and exit")
         ("jobs,j", po::value<int>(), "trials at once on this machine (default: sweep.jobs, else 1)")
         ("threads", po::value<int>(), "threads shared by the concurrent trials (default: sweep.threads, else every core)")
         ("timeout", po::value<double>(), "seconds per trial run before it is stopped and marked failed (0: none)")

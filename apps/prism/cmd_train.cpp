@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cli.h"
+#include "prism/data/dataset.h"
 #include "prism/error.h"
 #include "prism/train/distributed.h"
 #include "prism/train/trainer.h"
@@ -61,7 +62,7 @@ int run(const std::vector<std::string>& args) {
       if (!vm.count("config"))
         throw Error("no config given", "prism train", "pass a YAML config, e.g. prism train experiments/cpu-prism.yaml --out runs/prism-demo");
       const std::string path = vm["config"].as<std::string>();
-      cfg = load_config(path, overrides);
+      cfg = compose_run_config(path, overrides);
       to.run_dir = vm.count("out") ? vm["out"].as<std::string>()
                                    : (std::filesystem::path("runs") / std::filesystem::path(path).stem()).string();
       to.force = vm["force"].as<bool>();
@@ -71,7 +72,7 @@ int run(const std::vector<std::string>& args) {
     for (const auto& w : cfg.schedule_warnings)
       if (root) std::cerr << "warning: schedule " << w.describe() << "\n";
     if (vm["print-config"].as<bool>()) {
-      std::cout << to_yaml(cfg) << "\n";
+      std::cout << print_config(cfg);
       return 0;
     }
     auto summary = train(cfg, to);

@@ -98,15 +98,19 @@ class Composer {
   }
 
   ComposedConfig run(const std::string& path, bool resolve) {
-    out_.source = display_path(path);
+    // No primary file: the command line alone (`--model`, `model=cpu-128`), whose group
+    // choices are then additions, as no defaults list chose anything to replace.
+    const bool primary = !path.empty();
+    out_.source = primary ? display_path(path) : std::string("command line");
     out_.origins = std::make_shared<KeyOrigins>();
     for (const auto& o : group_overrides_) {
       if (o.op == Override::Op::Add) continue;
       cli_choice_[o.key] = &o;
     }
-    expand(path, "", std::nullopt, /*primary=*/true);
+    if (primary) expand(path, "", std::nullopt, /*primary=*/true);
     for (const auto& o : group_overrides_) {
-      const bool force_add = o.op == Override::Op::ForceSet && !used_.count(o.key);
+      const bool set_or_add = o.op == Override::Op::ForceSet || (!primary && o.op == Override::Op::Set);
+      const bool force_add = set_or_add && !used_.count(o.key);
       if (o.op != Override::Op::Add && !force_add) continue;
       if (o.op == Override::Op::Add && chosen_.count(o.key))
         throw Error(fmt::format("config group '{}' is already chosen (at {})", o.key, chosen_[o.key]), o.where(),
@@ -395,6 +399,11 @@ std::vector<std::string> config_search_path(const std::string& path, const Compo
   }
   for (const auto& p : options.search_path) add(p);
   std::error_code ec;
+  if (path.empty()) {
+    // No primary file: the repository's config groups, from the working directory.
+    if (fs::is_directory("experiments", ec)) add("experiments");
+    return roots;
+  }
   fs::path dir = fs::absolute(path, ec).lexically_normal().parent_path();
   while (true) {
     add(dir);

@@ -25,6 +25,9 @@
 // Groups are looked up in the directories of PRISM_CONFIG_PATH (':'-separated),
 // ComposeOptions::search_path, then the primary file's directory and each of its
 // parents: the first that holds a folder named after the group is its home.
+// Without a primary file (path ""), the overrides compose onto an empty config,
+// group choices add their group (`model=cpu-128` as `+model=cpu-128`), and the
+// working directory's experiments/ follows PRISM_CONFIG_PATH and the search path.
 // Missing groups or options, unknown override keys and type errors name the file
 // and the key (KeyOrigins records which file set every key).
 //
@@ -64,7 +67,8 @@ struct ComposeOptions {
   bool resolve = true;                    // resolve ${...} (false: keep them as text)
 };
 
-// Composes `path` with its defaults and the overrides (see the top of this file).
+// Composes `path` with its defaults and the overrides (see the top of this file);
+// "" composes the overrides alone.
 ComposedConfig compose(const std::string& path, const std::vector<Override>& overrides,
                        const ComposeOptions& options = {});
 ComposedConfig compose_config(const std::string& path, const std::vector<std::string>& overrides = {},

@@ -86,8 +86,15 @@ Config parse_config(const YAML::Node& root, const std::string& source, std::shar
   return c;
 }
 
-Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
+Config load_config(const std::string& path, const std::vector<std::string>& overrides, SweepSection sweep) {
   ComposedConfig composed = compose_config(path, overrides);
+  if (composed.root["sweep"]) {
+    if (sweep == SweepSection::Refuse)
+      throw Error("this is a sweep file (it has a `sweep:` section), not one run's config", composed.source,
+                  fmt::format("run it with `prism sweep {}` (--dry-run lists its trials), or give a config without `sweep:`",
+                              composed.source));
+    composed.root.remove("sweep");
+  }
   return parse_config(composed.root, overrides.empty() ? composed.source : composed.source + " (with overrides)",
                       composed.origins);
 }

@@ -32,7 +32,15 @@ struct Config {
 
   std::string source;         // where it came from, for messages
   YAML::Node resolved;        // the YAML after overrides, as read
+  // Where model.vocab_size came from, for figures that depend on it (resolve_vocabulary
+  // in data/dataset.h): "from data/cache/austen-bpe", "the preset's: no data.dir ...".
+  std::string vocab_source;
 };
+
+// What load_config does with a sweep file's `sweep:` section: refuse it (train:
+// the file is a sweep, and the error says to run `prism sweep`), or drop it and
+// read the sweep's base config (schedule and bench inspect a study file's model).
+enum class SweepSection { Refuse, Drop };
 
 // Reads a YAML file; syntax errors name the file, line and column.
 YAML::Node load_yaml_file(const std::string& path);
@@ -48,8 +56,11 @@ Config parse_config(const YAML::Node& root, const std::string& source,
                     std::shared_ptr<const KeyOrigins> origins = nullptr,
                     const std::optional<HeadSchedule>& schedule = std::nullopt);
 // Composes `path` (its defaults list, then the overrides, then ${...}; see
-// compose.h) and parses the result.
-Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
+// compose.h) and parses the result. Path "" composes the overrides alone (a
+// command given --model and --heads but no file). Commands read configs through
+// compose_run_config (data/dataset.h), which also takes the vocabulary from the data.
+Config load_config(const std::string& path, const std::vector<std::string>& overrides = {},
+                   SweepSection sweep = SweepSection::Refuse);
 
 // The `model:` section: a preset plus per-key changes. (The `schedule:` section
 // is schedule_section.h's.)

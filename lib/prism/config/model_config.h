@@ -18,9 +18,11 @@ struct ModelConfig {
   int d_model = 768;
   int n_head = 12;         // baseline heads h_base
   int block_size = 1024;   // maximum context T (with rope: the trained context; longer inputs run)
-  // `vocab_size: auto` (the default) takes the training data's vocabulary
-  // (prepare.json: resolve_data_settings in data/dataset.h); until then, and for
-  // data without a manifest (llm.c's shards), vocab_size is the preset's: GPT-2's.
+  // `vocab_size: auto` (the default; vocab_from_data) takes the training data's
+  // vocabulary from its prepare.json when the config is composed (resolve_vocabulary
+  // in data/dataset.h; the config still reads `auto`); until then, and for data
+  // without a manifest (llm.c's shards), vocab_size is the preset's: GPT-2's. A run
+  // records the number (resolve_data_settings clears vocab_from_data).
   int vocab_size = 50257;  // GPT-2 BPE + EOT
   bool vocab_from_data = true;
   bool bias = true;

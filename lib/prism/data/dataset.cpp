@@ -22,18 +22,42 @@ DataDescription describe_data(const std::string& dir) {
   return d;
 }
 
-void resolve_data_settings(Config& c) {
+void resolve_vocabulary(Config& c) {
   const DataDescription d = describe_data(c.data.dir);
-  if (c.model.vocab_from_data) {
-    if (d.prepared) c.model.vocab_size = d.vocab_size;
-    c.model.vocab_from_data = false;
-  } else if (d.prepared && c.model.vocab_size < d.vocab_size) {
-    throw Error(fmt::format("model.vocab_size = {} is smaller than the data's vocabulary of {} ids", c.model.vocab_size,
-                            d.vocab_size),
-                c.data.dir + "/prepare.json",
-                fmt::format("set model.vocab_size to auto (the default) or to at least {}", d.vocab_size));
+  if (!c.model.vocab_from_data) {
+    c.vocab_source = "model.vocab_size";
+    if (d.prepared && c.model.vocab_size < d.vocab_size)
+      throw Error(fmt::format("model.vocab_size = {} is smaller than the data's vocabulary of {} ids",
+                              c.model.vocab_size, d.vocab_size),
+                  c.data.dir + "/prepare.json",
+                  fmt::format("set model.vocab_size to auto (the default) or to at least {}", d.vocab_size));
+  } else if (d.prepared) {
+    c.model.vocab_size = d.vocab_size;
+    c.vocab_source = fmt::format("from {}", c.data.dir);
+  } else if (c.data.dir.empty()) {
+    c.vocab_source = "the preset's: no data.dir to take it from";
+  } else {
+    c.vocab_source = fmt::format("the preset's: {} is not prepared here (no prepare.json)", c.data.dir);
   }
   if (c.data.vocab.empty()) c.data.vocab = d.vocab;
+}
+
+void resolve_data_settings(Config& c) {
+  resolve_vocabulary(c);
+  c.model.vocab_from_data = false;
+}
+
+Config compose_run_config(const std::string& path, const std::vector<std::string>& overrides, SweepSection sweep) {
+  Config c = load_config(path, overrides, sweep);
+  resolve_vocabulary(c);
+  return c;
+}
+
+std::string print_config(const Config& c) {
+  std::string s = to_yaml(c) + "\n";
+  if (c.model.vocab_from_data)
+    s += fmt::format("# model.vocab_size: auto = {} ({})\n", c.model.vocab_size, c.vocab_source);
+  return s;
 }
 
 std::string vocab_path_for(const Config& c) { return c.data.vocab.empty() ? default_vocab_path() : c.data.vocab; }

@@ -21,10 +21,29 @@ struct DataDescription {
 // Reads <dir>/prepare.json when there is one. Throws prism::Error for a damaged manifest.
 DataDescription describe_data(const std::string& dir);
 
-// Fills model.vocab_size (when `auto`) and data.vocab (when empty) from data.dir.
-// Throws prism::Error when an explicit model.vocab_size is smaller than the
-// data's vocabulary (its ids would not fit the embedding).
+// Takes model.vocab_size (when `auto`) and data.vocab (when empty) from data.dir's
+// prepare.json where the directory is reachable and prepared, and says in
+// Config::vocab_source where the vocabulary came from. The config still reads
+// `vocab_size: auto` (to_yaml), so a sweep's stored trials do not change with the
+// data. Throws prism::Error when an explicit model.vocab_size is smaller than the
+// data's vocabulary (its ids would not fit the embedding), or the manifest is damaged.
+void resolve_vocabulary(Config& c);
+
+// resolve_vocabulary, and the config then records the number (a run's config.yaml).
 void resolve_data_settings(Config& c);
+
+// The one way every command reads a config file: train, sweep (its base and each
+// trial), schedule, bench. Composes `path` with its defaults list and the
+// overrides (config/compose.h: `group=option`, `key=value`, interpolation; path ""
+// composes the overrides alone), parses it strictly (config/config.h), and
+// resolves the vocabulary from the data (resolve_vocabulary), so every figure
+// that depends on it (parameters, FLOPs, cost) uses the data's.
+Config compose_run_config(const std::string& path, const std::vector<std::string>& overrides = {},
+                          SweepSection sweep = SweepSection::Refuse);
+
+// The resolved config as `--print-config` shows it: to_yaml, then where the
+// vocabulary came from when the config says `auto`.
+std::string print_config(const Config& c);
 
 // The tokenizer file of a config: data.vocab, else GPT-2's (default_vocab_path).
 std::string vocab_path_for(const Config& c);

@@ -8,6 +8,7 @@
 #include "prism/config/config.h"
 #include "prism/schedule/cost.h"
 #include "prism/sweep/halving.h"
+#include "prism/sweep/plan.h"
 #include "prism/sweep/sweep.h"
 
 namespace prism {
@@ -16,16 +17,18 @@ namespace {
 std::string first_model_line(const SweepPlan& plan) {
   if (plan.trials.empty()) return "";
   const Trial& t = plan.trials[0];
-  YAML::Node c = YAML::Load(t.config);
-  const YAML::Node m = c["model"];
-  return fmt::format("model {}: {} layers x {}, baseline {} heads; {} steps x {} tokens per trial",
-                     m["preset"] ? m["preset"].as<std::string>() : std::string("custom"), m["n_layer"].as<int>(),
-                     m["d_model"].as<int>(), m["n_head"].as<int>(), t.max_steps, t.step_tokens);
+  const Config c = trial_config(t);
+  const ModelConfig& m = c.model;
+  return fmt::format("model {}: {} layers x {}, baseline {} heads, vocabulary {}{}; {} steps x {} tokens per trial",
+                     m.preset.empty() ? std::string("custom") : m.preset, m.n_layer, m.d_model, m.n_head,
+                     m.vocab_size, m.vocab_from_data ? fmt::format(" ({})", c.vocab_source) : std::string(),
+                     t.max_steps, t.step_tokens);
 }
 
-// Training FLOPs per token of a trial (cost model: 3x forward at the trial's context).
+// Training FLOPs per token of a trial (cost model: 3x forward at the trial's context,
+// on the data's vocabulary where the data is reachable).
 double trial_flops_per_token(const Trial& t) {
-  const Config c = parse_config(YAML::Load(t.config), t.name);
+  const Config c = trial_config(t);
   const int64_t context = c.train.seq_len > 0 ? c.train.seq_len : c.model.block_size;
   return model_cost(c.model, t.schedule, static_cast<int>(context)).train_flops_per_token;
 }

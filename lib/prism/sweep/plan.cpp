@@ -10,6 +10,7 @@
 #include "prism/config/compose.h"
 #include "prism/config/config.h"
 #include "prism/config/schedule_section.h"
+#include "prism/data/dataset.h"
 #include "prism/error.h"
 #include "prism/schedule/enumerate.h"
 #include "prism/sweep/grid.h"
@@ -344,6 +345,12 @@ void check_halving_budgets(const SweepPlan& plan) {
 }  // namespace
 
 std::string schedule_label(const Trial& t) { return t.baseline ? "uniform" : t.schedule.compact(); }
+
+Config trial_config(const Trial& t) {
+  Config c = parse_config(YAML::Load(t.config), "trial " + t.name);
+  resolve_vocabulary(c);
+  return c;
+}
 
 std::string SweepPlan::definition() const {
   std::string d;

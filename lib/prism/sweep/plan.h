@@ -112,4 +112,10 @@ SweepPlan plan_from_yaml(const std::string& path);
 // A schedule's label in names and tables: "uniform" or its compact form.
 std::string schedule_label(const Trial& t);
 
+// A trial's config, parsed, with its vocabulary taken from the data where that is
+// reachable (resolve_vocabulary: the stored config keeps `vocab_size: auto`), for
+// the figures that depend on it (parameters, FLOPs, cost).
+struct Config;
+Config trial_config(const Trial& t);
+
 }  // namespace prism

@@ -7,6 +7,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "prism/config/compose.h"
+#include "prism/data/dataset.h"
 #include "prism/error.h"
 #include "prism/sweep/dry_run.h"
 #include "prism/sweep/halving.h"
@@ -132,7 +133,11 @@ int run_sweep_request(const SweepRequest& r) {
   const bool is_dir = fs::is_directory(r.target);
   if (r.print_config) {
     if (is_dir) throw Error("--print-config needs a sweep file", r.target, "pass the sweep file, not its directory");
-    say(r.print, YAML::Dump(compose_config(r.target, r.overrides).root) + "\n");
+    // The base config as every command resolves it (print_config), then the sweep section.
+    const Config base = compose_run_config(r.target, r.overrides, SweepSection::Drop);
+    YAML::Node sweep;
+    sweep["sweep"] = compose_config(r.target, r.overrides).root["sweep"];
+    say(r.print, print_config(base) + YAML::Dump(sweep) + "\n");
     return 0;
   }
   const auto [plan, dir] = plan_request(r, is_dir);

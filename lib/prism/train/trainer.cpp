@@ -566,7 +566,7 @@ Config load_run_config(const std::string& run_dir, const std::vector<std::string
   const std::string path = (fs::path(run_dir) / "config.yaml").string();
   if (!fs::exists(path))
     throw Error("no config.yaml in the run directory", run_dir, "pass the run directory that prism train created (--out)");
-  return load_config(path, overrides);
+  return compose_run_config(path, overrides);
 }
 
 }  // namespace prism
