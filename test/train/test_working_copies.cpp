@@ -231,7 +231,64 @@ double autocast_step(GPT& model, torch::optim::Optimizer& opt, const Execution& 
   return loss.item<double>();
 }
 
+// `to` takes `from`'s weights and AdamW state (moments and step count), bit for bit.
+void copy_training_state(GPT& from, torch::optim::Optimizer& from_opt, GPT& to, torch::optim::Optimizer& to_opt) {
+  torch::NoGradGuard no_grad;
+  const auto pf = from->parameters(), pt = to->parameters();
+  REQUIRE(pf.size() == pt.size());
+  for (size_t i = 0; i < pf.size(); ++i) {
+    pt[i].copy_(pf[i]);
+    const auto it = from_opt.state().find(pf[i].unsafeGetTensorImpl());
+    if (it == from_opt.state().end()) continue;  // before the first step
+    const auto& s = static_cast<const torch::optim::AdamWParamState&>(*it->second);
+    auto copy = std::make_unique<torch::optim::AdamWParamState>();
+    copy->step(s.step());
+    copy->exp_avg(s.exp_avg().clone());
+    copy->exp_avg_sq(s.exp_avg_sq().clone());
+    if (s.max_exp_avg_sq().defined()) copy->max_exp_avg_sq(s.max_exp_avg_sq().clone());
+    to_opt.state()[pt[i].unsafeGetTensorImpl()] = std::move(copy);
+  }
+}
+
+double max_abs_difference(GPT& a, GPT& b) {
+  const auto pa = a->parameters(), pb = b->parameters();
+  double d = 0;
+  for (size_t i = 0; i < pa.size(); ++i) d = std::max(d, (pa[i] - pb[i]).abs().max().item<double>());
+  return d;
+}
+
 }  // namespace
+
+// The step on working copies against the autocast step from the same weights and
+// optimizer state, at each of 12 steps of a run: the precise statement of "the
+// same step". (The test below follows the two runs apart, where rounding
+// differences compound.)
+TEST_CASE("each bf16 step on working copies is the autocast step, from the same state, to fp32 rounding",
+          "[train][optimizer][bf16]") {
+  Fixture f;
+  const Execution exec = resolve_execution(f.tc);
+  REQUIRE(exec.bf16);
+  auto a = f.model(), b = f.model();
+  auto opt_a = make_adamw(*a, f.tc), opt_b = make_adamw(*b, f.tc);
+  const double clip = 1.0;
+  int64_t s = 0;
+  BatchSource next = [&] { return std::make_pair(f.idx[s % 4], f.targets[s % 4]); };
+  for (s = 0; s < 12; ++s) {
+    copy_training_state(a, *opt_a, b, *opt_b);
+    REQUIRE(max_abs_difference(a, b) == 0);
+    const StepResult r = optimizer_step(a, *opt_a, exec, next, 1, clip);
+    double norm_b = 0;
+    const double loss_b = autocast_step(b, *opt_b, exec, f.idx[s % 4], f.targets[s % 4], clip, &norm_b);
+    const double dw = max_abs_difference(a, b), dn = std::abs(r.grad_norm - norm_b) / norm_b;
+    INFO("step " << s << ": loss " << r.loss << " vs " << loss_b << ", grad norm " << r.grad_norm << " vs " << norm_b
+                 << ", largest weight difference after the step " << dw);
+    CHECK(r.loss == loss_b);  // the copies are the masters rounded to bf16, as autocast's casts
+    CHECK(dn < 1e-5);  // measured: 1e-6 at most
+    // AdamW moves a weight by about lr = 3e-3 a step; the two kernels' results
+    // differ by fp32 rounding of that update, not by a fraction of it.
+    CHECK(dw < 1e-6);  // measured (GCC 12, AVX-512): 1.2e-7 at most, one ulp of a LayerNorm weight near 1
+  }
+}
 
 TEST_CASE("bf16 training on working copies follows the autocast step it replaces", "[train][optimizer][bf16]") {
   Fixture f;
@@ -254,7 +311,12 @@ TEST_CASE("bf16 training on working copies follows the autocast step it replaces
       CHECK(std::abs(r.grad_norm - norm_b) < 1e-5 * norm_b);
       first = r.loss;
     }
-    CHECK(std::abs(r.loss - loss_b) < 2e-3);
+    // Apart, the runs drift: a one-ulp difference in a master can round its bf16
+    // copy the other way (a 2^-8 relative change), and 12 steps at lr 3e-3 on four
+    // repeated batches compound that. The drift depends on the compiler's float
+    // contraction (clang: 2.2e-3 by step 9); the test above holds each step to
+    // rounding, so this bound only says the runs stay together.
+    CHECK(std::abs(r.loss - loss_b) < 5e-3);
     CHECK(std::abs(r.grad_norm - norm_b) < 2e-2 * std::max(1.0, norm_b));
     last = r.loss;
   }
