@@ -14,6 +14,7 @@
 #include <ctime>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include <unistd.h>
@@ -25,6 +26,7 @@
 #include "prism/ops/adamw.h"
 #include "prism/ops/attention.h"
 #include "prism/ops/cpu_code_paths.h"
+#include "prism/data/dataset.h"
 #include "prism/error.h"
 #include "prism/ops/add_layer_norm.h"
 #include "prism/ops/bias_gelu.h"
@@ -143,6 +145,7 @@ struct Trainee {
 struct Settings {
   std::string model_name;
   ModelConfig mc;
+  std::string vocab_source;  // with --config: where the vocabulary came from
   HeadSchedule uniform, prism;
   int64_t B = 0, T = 0;
   int steps = 0, warmup = 0;
@@ -310,6 +313,9 @@ const char* kUsage =
     "time goes: matmuls, attention, casts, norms/activations, loss, optimizer, zeroing,\n"
     "positions (rotary, with --position rope), ...\n"
     "and the top operations by self time.\n"
+    "--config FILE (with --set key=value overrides) takes the model, its vocabulary from the\n"
+    "data, the schedule, micro-batch and sequence length from a config, composed as prism\n"
+    "train composes it.\n"
     "Progress goes to stderr every ~10 s.";
 
 // The attention back end `backend` resolves to for this model's head dims and
@@ -331,6 +337,10 @@ std::string attention_path(const std::string& backend, const HeadSchedule& s, co
 po::options_description bench_options() {
   po::options_description o("Options");
   o.add_options()
+      ("config", po::value<std::string>(), "a config file (composed as prism train composes it): its model, vocabulary "
+       "(from the data's prepare.json), schedule (the Prism arm, unless uniform), micro-batch and sequence length; "
+       "--batch and --seq given explicitly win")
+      ("set", po::value<std::vector<std::string>>()->composing(), "an override of --config (repeatable), e.g. --set model=cpu-192 --set train.seq_len=128")
       ("model", po::value<std::string>()->default_value("cpu-256"), "model preset")
       ("vocab", po::value<int64_t>()->default_value(0), "vocabulary size (0: the preset's; 4096: the CPU study's compact vocabulary)")
       ("position", po::value<std::string>()->default_value("learned"), "positions: learned | rope (rotary, every arm and the PyTorch loops)")
@@ -375,11 +385,13 @@ ModelConfig bench_model(const po::variables_map& vm) {
   return mc;
 }
 
-// --heads, or by default 2 layers of 4x-wide heads, 2 of 2x, the rest narrow; a
-// model of under 5 layers gets half 2x-wide, half narrow.
-HeadSchedule bench_prism_schedule(const po::variables_map& vm, const ModelConfig& mc) {
+// --heads, or the config's schedule when it is not uniform, or by default 2 layers
+// of 4x-wide heads, 2 of 2x, the rest narrow; a model of under 5 layers gets half
+// 2x-wide, half narrow.
+HeadSchedule bench_prism_schedule(const po::variables_map& vm, const ModelConfig& mc, const HeadSchedule* configured) {
   const int base = mc.head_dim_base(), L = mc.n_layer;
   HeadSchedule prism = vm.count("heads") ? HeadSchedule::parse(vm["heads"].as<std::string>())
+                       : configured && !configured->is_uniform() ? *configured
                        : L >= 5 ? HeadSchedule::from_staircase({{base * 4, 2}, {base * 2, 2}, {base, L - 4}}, mc.d_model)
                        : L >= 2 ? HeadSchedule::from_staircase({{base * 2, L / 2}, {base, L - L / 2}}, mc.d_model)
                                 : HeadSchedule::uniform(L, mc.n_head);
@@ -405,9 +417,12 @@ std::vector<bool> bench_dtypes(const std::string& dt) {
   return dtypes;
 }
 
-void read_shape(const po::variables_map& vm, Settings& s) {
+// --batch and --seq, else (with --config) the config's micro-batch and sequence length.
+void read_shape(const po::variables_map& vm, const Config* config, Settings& s) {
   s.B = vm["batch"].as<int64_t>();
   s.T = vm["seq"].as<int64_t>();
+  if (config && vm["batch"].defaulted()) s.B = config->train.batch_size;
+  if (config && vm["seq"].defaulted()) s.T = config->train.seq_len > 0 ? config->train.seq_len : config->model.block_size;
   if (s.T > s.mc.block_size)
     throw Error(fmt::format("--seq {} exceeds the model's block size {}", s.T, s.mc.block_size), "prism bench train", "lower --seq");
   s.steps = vm["steps"].as<int>();
@@ -426,16 +441,39 @@ void read_references(const po::variables_map& vm, Settings& s) {
   s.python = vm["python"].as<std::string>();
 }
 
+// --config FILE [--set k=v ...]: composed as every command composes a config
+// (compose_run_config), the vocabulary resolved from the data.
+std::optional<Config> bench_config(const po::variables_map& vm) {
+  if (!vm.count("config")) {
+    if (vm.count("set")) throw Error("--set without --config", "prism bench train", "give the config file with --config FILE");
+    return std::nullopt;
+  }
+  for (const char* flag : {"model", "vocab", "position", "rope-theta"})
+    if (!vm[flag].defaulted())
+      throw Error(fmt::format("--{} together with --config", flag), "prism bench train",
+                  "change the config's model with --set (e.g. --set model=cpu-192, --set model.vocab_size=4096, "
+                  "--set model.position=rope), or drop --config");
+  const std::vector<std::string> sets = vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  return compose_run_config(vm["config"].as<std::string>(), sets, SweepSection::Drop);
+}
+
 Settings read_settings(const po::variables_map& vm) {
   Settings s;
-  s.model_name = vm["model"].as<std::string>();
-  s.mc = bench_model(vm);
-  read_shape(vm, s);
+  const std::optional<Config> config = bench_config(vm);
+  if (config) {
+    s.model_name = config->model.preset.empty() ? vm["config"].as<std::string>() : config->model.preset;
+    s.mc = config->model;
+    s.vocab_source = config->vocab_source;
+  } else {
+    s.model_name = vm["model"].as<std::string>();
+    s.mc = bench_model(vm);
+  }
+  read_shape(vm, config ? &*config : nullptr, s);
   read_references(vm, s);
   const int threads = vm["threads"].as<int>();
   torch::set_num_threads(threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency()));
   s.uniform = HeadSchedule::uniform(s.mc.n_layer, s.mc.n_head);
-  s.prism = bench_prism_schedule(vm, s.mc);
+  s.prism = bench_prism_schedule(vm, s.mc, config ? &config->schedule : nullptr);
   s.backend = vm["backend"].as<std::string>();
   s.cpu_clock = choice(vm, "clock", {"wall", "cpu"}, "use wall or cpu") == "cpu";
   s.dtype = vm["dtype"].as<std::string>();
@@ -450,10 +488,11 @@ Settings read_settings(const po::variables_map& vm) {
 void print_setup(const Settings& s, double flops_per_token) {
   std::cout << "prism bench train: training steps (forward + backward + clip + AdamW), random tokens\n";
   std::cout << "machine: " << machine_description() << "\n";
-  std::cout << fmt::format("model: {} ({} layers x {}, vocab {}, {} positions), B={} T={}, {} timed steps after {} "
+  std::cout << fmt::format("model: {} ({} layers x {}, vocab {}{}, {} positions), B={} T={}, {} timed steps after {} "
                            "warm-up, attention {}\n",
-                           s.model_name, s.mc.n_layer, s.mc.d_model, s.mc.vocab_size, positions_name(s.mc.position), s.B,
-                           s.T, s.steps, s.warmup, s.backend);
+                           s.model_name, s.mc.n_layer, s.mc.d_model, s.mc.vocab_size,
+                           s.vocab_source.empty() ? "" : " (" + s.vocab_source + ")", positions_name(s.mc.position), s.B, s.T,
+                           s.steps, s.warmup, s.backend);
   std::cout << fmt::format("CPU code paths: fused attention kernel {} ({}); LM-head softmax and MLP bias + GELU "
                            "kernels: Highway {}; residual add + LayerNorm: Highway {}; AdamW on bf16 working "
                            "copies: Highway {}; rotary positions: Highway {}; LibTorch matmuls and SDPA: CPU "

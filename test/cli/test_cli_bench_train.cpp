@@ -3,6 +3,9 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include <filesystem>
+
+#include "prism/data/prepare.h"
 #include "support.h"
 
 using namespace prism;
@@ -25,6 +28,41 @@ TEST_CASE("bench train prints its table and, asked, where the step's time goes",
   CHECK_THAT(r.output, Catch::Contains("top 12 operations by self time"));
   CHECK_THAT(r.output, Catch::Contains("matmul"));
   CHECK_THAT(r.output, Catch::Contains("optimizer"));
+}
+
+TEST_CASE("bench train --config takes the model, the data's vocabulary and the schedule from a config", "[cli][bench][config]") {
+  test::TempDir dir("prism-bench-config");
+  std::string text;
+  for (int i = 0; i < 400; ++i) text += fmt::format("Line {} of a small corpus, with words that repeat. ", i);
+  std::filesystem::create_directories(dir.file("in"));
+  test::write_file(dir.file("in/a.txt"), text);
+  test::write_file(dir.file("in/b.txt"), text + "More.");  // the validation document
+  PrepareOptions o;
+  o.inputs = {dir.file("in")};
+  o.output = dir.file("data");
+  o.train_vocab = 300;
+  o.val_tokens = 500;
+  REQUIRE(prepare_corpus(o).vocab_size == 300);
+  const std::string config = dir.file("run.yaml");
+  test::write_file(config, fmt::format("model: {{preset: test-tiny}}\nschedule: {{heads: [1, 4]}}\n"
+                                       "data: {{dir: '{}'}}\ntrain: {{batch_size: 2, seq_len: 16}}\n",
+                                       dir.file("data")));
+  auto r = test::run_prism(fmt::format("bench train --config '{}' --steps 1 --warmup 0 --dtype fp32 --threads 1 "
+                                       "--compare none", config));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains(fmt::format("vocab 300 (from {})", dir.file("data"))));
+  CHECK_THAT(r.output, Catch::Contains("B=2 T=16"));
+  CHECK_THAT(r.output, Catch::Contains("Prism C++, 1,4 "));  // the config's schedule is the Prism arm
+  // Overrides compose as in prism train; an explicit --seq wins over the config's.
+  auto o2 = test::run_prism(fmt::format("bench train --config '{}' --set train.batch_size=1 --seq 8 --steps 1 --warmup 0 "
+                                        "--dtype fp32 --threads 1 --compare none", config));
+  INFO(o2.output);
+  REQUIRE(o2.exit_code == 0);
+  CHECK_THAT(o2.output, Catch::Contains("B=1 T=8"));
+  auto clash = test::run_prism(fmt::format("bench train --config '{}' --vocab 512", config));
+  CHECK(clash.exit_code != 0);
+  CHECK_THAT(clash.output, Catch::Contains("--vocab together with --config") && Catch::Contains("--set"));
 }
 
 TEST_CASE("PRISM_CPU_ISA holds every CPU kernel of a training step to that code path", "[cli][bench]") {
