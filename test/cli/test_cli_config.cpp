@@ -92,12 +92,19 @@ TEST_CASE("schedule composes defaults and group overrides as train does", "[conf
   INFO(six.output);
   CHECK(six.exit_code == 0);
   CHECK_THAT(six.output, Catch::Contains("cpu-128: 6 layers x 128"));
-  // model=cpu-192 replaces the group's choice in both commands alike.
-  const Process train = prism_at_root("train experiments/cpu-prism.yaml model=cpu-192 --print-config");
-  const Process inspect = prism_at_root("schedule inspect --config experiments/cpu-prism.yaml model=cpu-192 --print-config");
+  // model=cpu-192 (6 baseline heads, so with the uniform schedule) replaces the group's
+  // choice in both commands alike.
+  const Process train = prism_at_root("train experiments/cpu-prism.yaml model=cpu-192 schedule=uniform --print-config");
+  const Process inspect = prism_at_root("schedule inspect --config experiments/cpu-prism.yaml model=cpu-192 schedule=uniform --print-config");
   CHECK(train.exit_code == 0);
   CHECK(inspect.output == train.output);
   CHECK_THAT(train.output, Catch::Contains("d_model: 192"));
+  // schedule=uniform trains the baseline: the example's schedule is a group choice, not
+  // keys of the file, which would win over any choice.
+  const Process prism = prism_at_root("train experiments/cpu-prism.yaml --print-config");
+  const Process uniform = prism_at_root("train experiments/cpu-prism.yaml schedule=uniform --print-config");
+  CHECK_THAT(prism.output, Catch::Contains("heads: [1, 1, 4, 4, 4, 4]"));
+  CHECK_THAT(uniform.output, Catch::Contains("heads: [4, 4, 4, 4, 4, 4]"));
   // Without a file, a group choice adds its group (experiments/model/cpu-128.yaml).
   const Process bare = prism_at_root("schedule inspect model=cpu-128 --heads 1,1,4,4,4,4");
   INFO(bare.output);
