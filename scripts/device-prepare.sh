@@ -9,9 +9,9 @@
 #     yaml-cpp, Boost.Program_options, HDF5 C/C++ (serial), PCRE2, zlib, libaec/libsz:
 #                               static archives (.a) only, so nothing carried is loaded
 #                               at run time and no glibc symbol version binds here
-#     Boost:                    only the headers that program_options and
-#                               math/distributions/students_t.hpp include (their
-#                               closure under g++, C++17 and C++20), plus boost/config
+#     Boost:                    only the headers prism's own sources include (every
+#                               `#include <boost/...>` of lib/, apps/, kernels/ and test/) and
+#                               theirs (the closure under g++, C++17 and C++20), plus boost/config
 #     fmt, nlohmann-json, Catch2 v2, gloo:  headers and CMake configs
 #     Highway (the fused CPU kernel's SIMD): headers, CMake config and libhwy.so.1, the
 #                               one shared library carried (Debian ships no archive; 39 KB,
@@ -101,8 +101,12 @@ cp -L "$x/$L/libhdf5_serial_cpp.a" "$h/lib/libhdf5_cpp.a"
 copy "$x/bin/pkgconf" "$r/bin"
 cp -L "$x/$L/libpkgconf.so.3" "$r/$L/"
 
-# Boost: the header closure of what prism includes, as g++ resolves it.
-printf '#include <boost/program_options.hpp>\n#include <boost/math/distributions/students_t.hpp>\n' > "$tmp/boost.cpp"
+# Boost: the header closure of what prism includes, as g++ resolves it. The roots are
+# read from the sources, so a new Boost include cannot be missed (ci-cuda.sh fails when a
+# system header is used instead of .device's).
+grep -rhoE '^#include <boost/[^>]+>' lib apps kernels test | sort -u > "$tmp/boost.cpp"
+[ -s "$tmp/boost.cpp" ] || { echo "device-prepare: no #include <boost/...> found in lib/ apps/ kernels/ test/" >&2; exit 1; }
+boost_roots=$(sed 's/#include <boost\/\(.*\)>/\1/' "$tmp/boost.cpp" | tr '\n' ' ')
 : > "$tmp/boost.list"
 for std in c++17 c++20; do
   for nd in "" -DNDEBUG; do
@@ -177,7 +181,7 @@ glibcxx_of() { objdump -T "$1" 2>/dev/null | grep -oE 'GLIBCXX_[0-9.]+' | sort -
     deb=$(ls "$tmp"/"${p}"_*.deb | head -1)
     echo "package $(basename "$deb")  sha256 $(sha256sum "$deb" | cut -d' ' -f1)"
   done
-  echo "boost-headers $boost_headers (closure of program_options.hpp + students_t.hpp, and boost/config)"
+  echo "boost-headers $boost_headers (closure of ${boost_roots% }, and boost/config)"
   for b in "$r/bin/pkgconf" "$r/$L/libpkgconf.so.3" "$r/$L/libhwy.so.1"; do
     echo "needs ${b#$dest/}  $(glibc_of "$b") $(glibcxx_of "$b")"
   done
