@@ -5,6 +5,7 @@
 // tags as LABELS, so `ctest -L model` runs the [model] cases.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 
@@ -17,6 +18,13 @@ inline bool list_labels_if_asked(int argc, char** argv) {
   if (!asked) return false;
   for (const auto& t : Catch::getRegistryHub().getTestCaseRegistry().getAllTests()) {
     if (t.isHidden()) continue;  // not discovered as ctest entries either
+    if (t.name.find(';') != std::string::npos) {
+      // ctest names are CMake lists: catch_discover_tests would split this case in two
+      // entries that match nothing, and each would fail as "No tests ran".
+      std::cerr << "test case \"" << t.name << "\" (" << t.lineInfo.file << ":" << t.lineInfo.line
+                << "): a ';' in a test case name splits its ctest entry. Fix: use ',' or words instead\n";
+      std::exit(2);
+    }
     std::cout << t.name << '\t';
     const char* sep = "";
     for (const auto& tag : t.tags) {

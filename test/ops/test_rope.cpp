@@ -162,7 +162,7 @@ TEST_CASE("rope op: the fused kernel against Hugging Face's formula in LibTorch 
   CHECK(max_err(fused[2].select(2, 0), closed_form(gq, 500000.0, true)) < tol * 8);
 }
 
-TEST_CASE("rope op: fp64 takes LibTorch's ops; tensors that do not fit the table are refused", "[ops][rope]") {
+TEST_CASE("rope op: fp64 takes LibTorch's ops, and tensors that do not fit the table are refused", "[ops][rope]") {
   torch::manual_seed(4);
   const auto table = prism::rope_table(10, 8, 10000.0);
   auto q = torch::randn({1, 10, 2, 8}, torch::kDouble), k = torch::randn({1, 10, 2, 8}, torch::kDouble);
