@@ -8,7 +8,8 @@
 # test, .venv, ...), so what the blocks write (runs/, sweeps/, hf/, tb/ ...) stays out of
 # the tree. `prism` is build/apps/prism/prism with training shortened by overrides:
 #   - `prism train CONFIG.yaml ...` and `prism sweep FILE.yaml ...` get $PRISM_DOCS_OVERRIDES
-#     appended (default below; a sweep also sweep.halving.min_steps=5);
+#     appended (default below; a sweep also sweep.halving.min_steps=5), each but for a key
+#     the block sets itself;
 #   - an explicit train.max_steps=N becomes N/30 (a --resume that continues longer).
 # Needs the build and the main job's data (scripts/setup.sh && scripts/quickstart.sh).
 # Prints a line per block and ends with 'N passed, N failed'; exits 1 if any failed.
@@ -91,12 +92,18 @@ prism() {
     if [[ $a =~ ^train\.max_steps=([0-9]+)$ ]]; then a="train.max_steps=$(( (BASH_REMATCH[1] + 29) / 30 ))"; fi
     args+=("$a")
   done
+  # The shortening overrides, but for keys the block sets itself (prism refuses two
+  # overrides of one key): its own train.max_steps=N, already divided above, stays.
+  local extra=() o given
+  for o in $PRISM_DOCS_OVERRIDES; do
+    given=0
+    for a in "${args[@]}"; do [[ $a == "${o%%=*}="* || $a == "+${o%%=*}="* || $a == "++${o%%=*}="* ]] && given=1; done
+    ((given)) || extra+=("$o")
+  done
   if [[ ${1-} == train && ${2-} == *.yaml ]]; then
-    # shellcheck disable=SC2086
-    "$PRISM_DOCS_BIN" "${args[@]}" $PRISM_DOCS_OVERRIDES
+    "$PRISM_DOCS_BIN" "${args[@]}" "${extra[@]}"
   elif [[ ${1-} == sweep && ${2-} == *.yaml ]]; then
-    # shellcheck disable=SC2086
-    "$PRISM_DOCS_BIN" "${args[@]}" $PRISM_DOCS_OVERRIDES sweep.halving.min_steps=5
+    "$PRISM_DOCS_BIN" "${args[@]}" "${extra[@]}" sweep.halving.min_steps=5
   else
     "$PRISM_DOCS_BIN" "${args[@]}"
   fi
