@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "prism/data/prepare.h"
+#include "small_corpus.h"
 #include "support.h"
 
 using namespace prism;
@@ -32,17 +33,7 @@ TEST_CASE("bench train prints its table and, asked, where the step's time goes",
 
 TEST_CASE("bench train --config takes the model, the data's vocabulary and the schedule from a config", "[cli][bench][config]") {
   test::TempDir dir("prism-bench-config");
-  std::string text;
-  for (int i = 0; i < 400; ++i) text += fmt::format("Line {} of a small corpus, with words that repeat. ", i);
-  std::filesystem::create_directories(dir.file("in"));
-  test::write_file(dir.file("in/a.txt"), text);
-  test::write_file(dir.file("in/b.txt"), text + "More.");  // the validation document
-  PrepareOptions o;
-  o.inputs = {dir.file("in")};
-  o.output = dir.file("data");
-  o.train_vocab = 300;
-  o.val_tokens = 500;
-  REQUIRE(prepare_corpus(o).vocab_size == 300);
+  REQUIRE(test::prepare_small_corpus(dir, 300).vocab_size == 300);
   const std::string config = dir.file("run.yaml");
   test::write_file(config, fmt::format("model: {{preset: test-tiny}}\nschedule: {{heads: [1, 4]}}\n"
                                        "data: {{dir: '{}'}}\ntrain: {{batch_size: 2, seq_len: 16}}\n",

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "data_support.h"
+#include "small_corpus.h"
 #include "support.h"
 #include "prism/config/config.h"
 #include "prism/data/dataset.h"
@@ -26,20 +27,11 @@ Config config_for(const std::string& data_dir, const std::string& model_extra = 
 
 TEST_CASE("dataset: vocab_size auto follows prepare.json, and explicit sizes must hold the data's ids", "[data][config]") {
   TempDir dir("prism-dataset");
-  std::string text;
-  for (int i = 0; i < 400; ++i) text += fmt::format("Line {} of a small corpus, with words that repeat. ", i);
-  std::filesystem::create_directories(dir.file("in"));
-  write_file(dir.file("in/a.txt"), text);
-  write_file(dir.file("in/b.txt"), text + "More.");
-  PrepareOptions o;
-  o.inputs = {dir.file("in")};
-  o.output = dir.file("data");
-  o.train_vocab = 300;
-  o.val_tokens = 500;
-  const auto s = prepare_corpus(o);
+  const auto s = prepare_small_corpus(dir, 300);
+  const std::string data = dir.file("data");
   REQUIRE(s.vocab_size == 300);
 
-  Config c = config_for(o.output);
+  Config c = config_for(data);
   CHECK(c.model.vocab_from_data);
   CHECK_THAT(to_yaml(c), Catch::Contains("vocab_size: auto"));
   resolve_data_settings(c);
@@ -52,20 +44,20 @@ TEST_CASE("dataset: vocab_size auto follows prepare.json, and explicit sizes mus
   const Config again = parse_config(YAML::Load(to_yaml(c)), "again");
   CHECK(again.model.vocab_size == 300);
   CHECK(again.data.vocab == s.vocab);
-  CHECK(describe_data(o.output).unigram_val_loss == Approx(s.unigram_val_loss));
+  CHECK(describe_data(data).unigram_val_loss == Approx(s.unigram_val_loss));
 
   // prism schedule resolves it as training does (parameter counts depend on it), and says from where.
-  auto shown = run_prism(fmt::format("schedule inspect --model test-tiny data.dir={}", o.output));
+  auto shown = run_prism(fmt::format("schedule inspect --model test-tiny data.dir={}", data));
   INFO(shown.output);
   CHECK(shown.exit_code == 0);
-  CHECK_THAT(shown.output, Catch::Contains(fmt::format("vocab 300 (from {})", o.output)));
+  CHECK_THAT(shown.output, Catch::Contains(fmt::format("vocab 300 (from {})", data)));
   CHECK_THAT(run_prism("schedule check --model test-tiny").output,
              Catch::Contains("vocab 512 (the preset's: no data.dir to take it from)"));
 
-  Config padded = config_for(o.output, ", vocab_size: 512");
+  Config padded = config_for(data, ", vocab_size: 512");
   resolve_data_settings(padded);
   CHECK(padded.model.vocab_size == 512);  // more ids than the data's is fine (padding)
-  Config small = config_for(o.output, ", vocab_size: 200");
+  Config small = config_for(data, ", vocab_size: 200");
   CHECK_THROWS_WITH(resolve_data_settings(small), Catch::Contains("smaller than the data's vocabulary of 300") &&
                                                       Catch::Contains("auto"));
 

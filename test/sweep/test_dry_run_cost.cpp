@@ -12,6 +12,7 @@
 #include "prism/model/gpt.h"
 #include "prism/sweep/dry_run.h"
 #include "prism/sweep/plan.h"
+#include "small_corpus.h"
 #include "support.h"
 
 using namespace prism;
@@ -44,29 +45,19 @@ std::map<std::string, double> dry_run_flops(const std::string& text) {
 
 TEST_CASE("dry-run FLOPs are 6N + attention with N from a model on the data's vocabulary", "[sweep][config]") {
   TempDir dir("prism-dry-run-cost");
-  std::string text;
-  for (int i = 0; i < 400; ++i) text += fmt::format("Line {} of a small corpus, with words that repeat. ", i);
-  std::filesystem::create_directories(dir.file("in"));
-  write_file(dir.file("in/a.txt"), text);
-  write_file(dir.file("in/b.txt"), text + "More.");
-  PrepareOptions o;
-  o.inputs = {dir.file("in")};
-  o.output = dir.file("data");
-  o.train_vocab = 300;
-  o.val_tokens = 500;
-  REQUIRE(prepare_corpus(o).vocab_size == 300);
+  REQUIRE(prepare_small_corpus(dir, 300).vocab_size == 300);
 
   const std::string file = dir.file("sweep.yaml");
   write_file(file, fmt::format("model: {{preset: test-tiny}}\n"
                                "data: {{dir: '{}'}}\n"
                                "train: {{max_steps: 10, batch_size: 2, seq_len: 16}}\n"
                                "sweep: {{grid: {{schedule.heads: [[2, 4]]}}}}\n",
-                               o.output));
+                               dir.file("data")));
   const SweepPlan plan = plan_sweep(file);
   REQUIRE(plan.trials.size() == 2);  // [2, 4] and the uniform baseline
   const std::string shown = format_dry_run(plan, dir.file("out"), 1, 1);
   INFO(shown);
-  CHECK_THAT(shown, Catch::Contains(fmt::format("vocabulary 300 (from {})", o.output)));
+  CHECK_THAT(shown, Catch::Contains(fmt::format("vocabulary 300 (from {})", dir.file("data"))));
   const auto flops = dry_run_flops(shown);
   REQUIRE(flops.size() == 2);
 
