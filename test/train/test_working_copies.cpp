@@ -231,6 +231,16 @@ double autocast_step(GPT& model, torch::optim::Optimizer& opt, const Execution& 
   return loss.item<double>();
 }
 
+// Two models with the same initial weights, each with its AdamW: a trains on working
+// copies (optimizer_step), b with the autocast step.
+struct TwoRuns {
+  Fixture f;
+  Execution exec = resolve_execution(f.tc);
+  GPT a = f.model(), b = f.model();
+  std::unique_ptr<torch::optim::AdamW> opt_a = make_adamw(*a, f.tc), opt_b = make_adamw(*b, f.tc);
+  TwoRuns() { REQUIRE(exec.bf16); }
+};
+
 // `to` takes `from`'s weights and AdamW state (moments and step count), bit for bit.
 void copy_training_state(GPT& from, torch::optim::Optimizer& from_opt, GPT& to, torch::optim::Optimizer& to_opt) {
   torch::NoGradGuard no_grad;
@@ -265,11 +275,11 @@ double max_abs_difference(GPT& a, GPT& b) {
 // differences compound.)
 TEST_CASE("each bf16 step on working copies is the autocast step, from the same state, to fp32 rounding",
           "[train][optimizer][bf16]") {
-  Fixture f;
-  const Execution exec = resolve_execution(f.tc);
-  REQUIRE(exec.bf16);
-  auto a = f.model(), b = f.model();
-  auto opt_a = make_adamw(*a, f.tc), opt_b = make_adamw(*b, f.tc);
+  TwoRuns t;
+  Fixture& f = t.f;
+  const Execution& exec = t.exec;
+  GPT &a = t.a, &b = t.b;
+  auto &opt_a = t.opt_a, &opt_b = t.opt_b;
   const double clip = 1.0;
   int64_t s = 0;
   BatchSource next = [&] { return std::make_pair(f.idx[s % 4], f.targets[s % 4]); };
@@ -291,11 +301,11 @@ TEST_CASE("each bf16 step on working copies is the autocast step, from the same 
 }
 
 TEST_CASE("bf16 training on working copies follows the autocast step it replaces", "[train][optimizer][bf16]") {
-  Fixture f;
-  const Execution exec = resolve_execution(f.tc);
-  REQUIRE(exec.bf16);
-  auto a = f.model(), b = f.model();
-  auto opt_a = make_adamw(*a, f.tc), opt_b = make_adamw(*b, f.tc);
+  TwoRuns t;
+  Fixture& f = t.f;
+  const Execution& exec = t.exec;
+  GPT &a = t.a, &b = t.b;
+  auto &opt_a = t.opt_a, &opt_b = t.opt_b;
   const double clip = 1.0;
   int64_t s = 0;
   BatchSource next = [&] { return std::make_pair(f.idx[s % 4], f.targets[s % 4]); };
