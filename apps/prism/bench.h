@@ -26,6 +26,11 @@ std::vector<Benchmark> benchmarks();
 // "AMD EPYC ..., 2 threads, LibTorch 2.13.0 (CPU)" -- printed by every benchmark.
 std::string machine_description();
 
+// Runs a shell command (a reference implementation in Python) and returns what it
+// printed, stdout and stderr together, with its exit status in `status`. Throws
+// prism::Error when the command cannot be started.
+std::string capture(const std::string& cmd, int& status);
+
 // Training batches of uniformly random tokens (x, y both (B, T)), from a CPU
 // generator seeded with `seed`: what the training benchmarks feed every step.
 BatchSource random_token_batches(int64_t vocab_size, int64_t B, int64_t T, uint64_t seed);

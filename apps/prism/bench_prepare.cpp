@@ -31,16 +31,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string capture(const std::string& cmd, int& status) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) throw Error("cannot start the reference", cmd, "check --python");
-  std::string out;
-  char buf[4096];
-  for (size_t k; (k = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, k);
-  status = pclose(p);
-  return out;
-}
-
 nlohmann::json last_json_line(const std::string& out, const std::string& cmd, int status) {
   const size_t at = out.rfind('{');
   if (status != 0 || at == std::string::npos)

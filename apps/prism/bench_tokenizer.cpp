@@ -77,17 +77,6 @@ std::vector<std::string_view> documents(const std::string& text, size_t n) {
   return docs;
 }
 
-// What `cmd` printed (stdout and stderr), and its exit status.
-std::string capture(const std::string& cmd, int& status) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) throw Error("cannot start the reference", cmd, "check --python");
-  std::string out;
-  char buf[4096];
-  for (size_t k; (k = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, k);
-  status = pclose(p);
-  return out;
-}
-
 po::options_description tokenizer_options() {
   po::options_description o("prism bench tokenizer");
   const char* env_py = std::getenv("PRISM_PYTHON");

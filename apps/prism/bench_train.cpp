@@ -254,21 +254,10 @@ std::string reference_command(const Settings& st, bool bf16, bool compiled) {
     env += fmt::format("TORCHINDUCTOR_CACHE_DIR='{}' ", cache);
   return fmt::format(
       "{}'{}' '{}/test/reference/train_reference.py' --d-model {} --heads {} --vocab {} --block {} --batch {} --seq {} "
-      "--steps {} --warmup {} --dtype {} --threads {} --clock {} --position {} --rope-theta {}{} 2>&1",
+      "--steps {} --warmup {} --dtype {} --threads {} --clock {} --position {} --rope-theta {}{}",
       env, st.python, reference_source_dir(), mc.d_model, fmt::join(st.uniform.heads(), ","), mc.vocab_size, mc.block_size,
       st.B, st.T, st.steps, st.warmup, bf16 ? "bf16" : "fp32", torch::get_num_threads(), st.cpu_clock ? "cpu" : "wall",
       positions_name(mc.position), mc.rope_theta, compiled ? " --compile" : "");
-}
-
-// What `cmd` printed (stdout and stderr), and its exit status.
-std::string capture(const std::string& cmd, int& status) {
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while (p && (n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  status = p ? pclose(p) : -1;
-  return out;
 }
 
 // The reference's last line: a JSON object with tokens_per_s and loss (null when not finite).

@@ -3,11 +3,13 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 
 #include "bench.h"
 #include "cli.h"
+#include "prism/error.h"
 
 namespace prism::cli {
 
@@ -52,6 +54,16 @@ BatchSource random_token_batches(int64_t vocab_size, int64_t B, int64_t T, uint6
     return std::make_pair(torch::randint(0, vocab_size, {B, T}, gen, torch::kLong),
                           torch::randint(0, vocab_size, {B, T}, gen, torch::kLong));
   };
+}
+
+std::string capture(const std::string& cmd, int& status) {
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) throw Error("cannot start the reference", cmd, "check --python");
+  std::string out;
+  char buf[4096];
+  for (size_t k; (k = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, k);
+  status = pclose(p);
+  return out;
 }
 
 std::string machine_description() {
