@@ -25,4 +25,8 @@ Interval mean_interval(const std::vector<double>& x, double confidence);
 // needs at least 2 samples on each side.
 Interval welch_interval(const std::vector<double>& a, const std::vector<double>& b, double confidence);
 
+// Kendall's tau-b rank correlation of paired values (ties counted as scipy.stats.kendalltau
+// does); NaN below 2 pairs or when either side is constant.
+double kendall_tau(const std::vector<double>& a, const std::vector<double>& b);
+
 }  // namespace prism

@@ -47,16 +47,24 @@ CausalSelfAttentionImpl::CausalSelfAttentionImpl(const ModelConfig& cfg, int n_h
 }
 
 torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x, const attention::Options& attn,
-                                               torch::Tensor* distance) {
+                                               const LayerHeads& heads, torch::Tensor* distance) {
   const int64_t B = x.size(0), T = x.size(1), C = x.size(2);
-  // (B, T, 3, H, D): q, k, v are strided views, no copies.
-  auto qkv = affine(c_attn, x).view({B, T, 3, n_head, head_dim});
+  const auto qkv = affine(c_attn, x);
   attention::Options opt = attn;
   opt.dropout_p = is_training() ? dropout : 0.0;
   opt.want_distance = distance != nullptr;
-  auto res = attention::causal_attention(qkv.select(2, 0), qkv.select(2, 1), qkv.select(2, 2), opt);
-  if (distance) *distance = res.distance;
-  auto y = res.out.reshape({B, T, C});
+  // The same q, k and v sliced into `count` heads: (B, T, 3, H, D), strided views, no copies.
+  auto attend = [&](int count) {
+    auto split = qkv.view({B, T, 3, count, C / count});
+    auto res = attention::causal_attention(split.select(2, 0), split.select(2, 1), split.select(2, 2), opt);
+    if (distance) *distance = res.distance;
+    return res.out.reshape({B, T, C});
+  };
+  torch::Tensor y = attend(heads.counts[0]);
+  if (heads.counts.size() > 1) {
+    y = y * heads.weights[0];
+    for (size_t k = 1; k < heads.counts.size(); ++k) y = y + attend(heads.counts[k]) * heads.weights[static_cast<int64_t>(k)];
+  }
   return resid_dropout(affine(c_proj, y));
 }
 
@@ -78,9 +86,10 @@ BlockImpl::BlockImpl(const ModelConfig& cfg, int n_head) {
   mlp = register_module("mlp", MLP(cfg));
 }
 
-Residual BlockImpl::forward(const Residual& in, const attention::Options& a, torch::Tensor* distance) {
+Residual BlockImpl::forward(const Residual& in, const attention::Options& a, const LayerHeads& heads,
+                            torch::Tensor* distance) {
   auto [x, normed_1] = ln_1->add_norm(in.x, in.r);  // x = in.x + in.r
-  auto [y, normed_2] = ln_2->add_norm(x, attn(normed_1, a, distance));  // y = x + attn(ln_1(x))
+  auto [y, normed_2] = ln_2->add_norm(x, attn(normed_1, a, heads, distance));  // y = x + attn(ln_1(x))
   return {y, mlp(normed_2)};  // the next LayerNorm adds y + mlp(ln_2(y))
 }
 
@@ -92,10 +101,16 @@ ForwardOptions ForwardOptions::distance_only(std::optional<attention::Backend> b
   return o;
 }
 
+ForwardOptions ForwardOptions::under(const HeadSchedule& schedule) {
+  ForwardOptions o;
+  for (int h : schedule.heads()) o.heads.push_back({{h}, {}});
+  return o;
+}
+
 GPTImpl::GPTImpl(const ModelConfig& cfg, const HeadSchedule& schedule, attention::Backend backend)
     : cfg_(cfg), schedule_(schedule), backend_(backend) {
   validate_model_config(cfg, "model");
-  require_valid_schedule(schedule, cfg.n_layer, cfg.d_model, cfg.n_head, ScheduleRules{}, "model schedule");
+  require_runnable_schedule(schedule, cfg.n_layer, cfg.d_model, "model schedule");
   wte = register_module("wte", torch::nn::Embedding(cfg.vocab_size, cfg.d_model));
   wpe = register_module("wpe", torch::nn::Embedding(cfg.block_size, cfg.d_model));
   drop = register_module("drop", torch::nn::Dropout(cfg.dropout));
@@ -160,11 +175,12 @@ GPTOutput GPTImpl::forward(const torch::Tensor& idx, const torch::Tensor& target
   // where a dense embedding backward would zero and sum a whole (V, d) table.
   auto tok = torch::embedding(wte->weight, idx, /*padding_idx=*/-1, /*scale_grad_by_freq=*/false,
                               /*sparse=*/idx.device().is_cpu());
+  const std::vector<LayerHeads> heads = call_heads(options);
   Residual s{drop(tok + wpe(pos)), torch::Tensor()};
   GPTOutput out;
   if (options.want_distance) out.distance.resize(h->size());
   for (size_t l = 0; l < h->size(); ++l)
-    s = h[l]->as<Block>()->forward(s, attn, options.want_distance ? &out.distance[l] : nullptr);
+    s = h[l]->as<Block>()->forward(s, attn, heads[l], options.want_distance ? &out.distance[l] : nullptr);
   if (!options.lm_head) return out;
   auto x = ln_f->add_norm(s.x, s.r).normed;
   if (targets.defined()) {
@@ -174,6 +190,34 @@ GPTOutput GPTImpl::forward(const torch::Tensor& idx, const torch::Tensor& target
     out.logits = F::linear(x, wte->weight);
   }
   return out;
+}
+
+std::vector<LayerHeads> GPTImpl::call_heads(const ForwardOptions& options) const {
+  const int L = cfg_.n_layer;
+  if (options.heads.empty()) {
+    std::vector<LayerHeads> own;
+    for (int c : schedule_.heads()) own.push_back({{c}, {}});
+    return own;
+  }
+  const std::string where = "model forward (ForwardOptions::heads)";
+  if (static_cast<int>(options.heads.size()) != L)
+    throw Error(fmt::format("heads for {} layers given to a model of {}", options.heads.size(), L), where,
+                "give one entry per layer");
+  for (int l = 0; l < L; ++l) {
+    const LayerHeads& lh = options.heads[static_cast<size_t>(l)];
+    if (lh.counts.empty()) throw Error(fmt::format("layer {} has no head count", l), where, "give at least one count");
+    for (int c : lh.counts)
+      if (c <= 0 || cfg_.d_model % c != 0)
+        throw Error(fmt::format("layer {}: {} heads do not divide d_model = {}", l, c, cfg_.d_model), where,
+                    "use head counts that divide d_model");
+    if (lh.counts.size() > 1 && (!lh.weights.defined() || lh.weights.numel() != static_cast<int64_t>(lh.counts.size())))
+      throw Error(fmt::format("layer {}: a mixture of {} counts needs {} weights", l, lh.counts.size(), lh.counts.size()),
+                  where, "give LayerHeads::weights one weight per count");
+    if (lh.counts.size() > 1 && options.want_distance)
+      throw Error(fmt::format("layer {}: attention distance of a mixture of head counts", l), where,
+                  "measure distance under one count per layer");
+  }
+  return options.heads;
 }
 
 void GPTImpl::add_working_copies(WorkingCopies& copies) {
