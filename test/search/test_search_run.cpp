@@ -75,12 +75,12 @@ TEST_CASE("prism search trains one shared model, ranks the space and records it 
   CHECK_THAT(r.output, Catch::Contains("search: single path") && Catch::Contains("16 schedules"));
   CHECK_THAT(r.output, Catch::Contains("ranking of") && Catch::Contains("decoded (rules 1-3):") &&
                            Catch::Contains("unconstrained:") && Catch::Contains("prism sweep " + out + "/top.yaml"));
-  const auto run = read_run(out + "/run.h5");
-  CHECK(run["attrs"]["status"] == "completed");
+  const auto rr = read_run(out + "/run.h5");
+  CHECK(rr["attrs"]["status"] == "completed");
   // Per step, the schedule of each micro-batch (2 slots: 2 accumulated micro-batches), drawn
   // uniformly from the space as a pure function of (seed, step, slot).
-  CHECK(column(run, "search/step") == std::vector<double>{1, 2, 3, 4, 5, 6, 7, 8});
-  const auto heads = rows(run, "search/heads");
+  CHECK(column(rr, "search/step") == std::vector<double>{1, 2, 3, 4, 5, 6, 7, 8});
+  const auto heads = rows(rr, "search/heads");
   REQUIRE(heads.size() == 8);
   const auto space = ScheduleSpace::product(2, {1, 2, 4, 8}, 4, false);
   for (int step = 0; step < 8; ++step)
@@ -91,10 +91,10 @@ TEST_CASE("prism search trains one shared model, ranks the space and records it 
       CHECK(heads[step][2 * slot + 1] == s[1]);
     }
   // Per-layer scores at every validation (steps 0, 4, 8): 2 layers x 4 counts, and each layer's choice.
-  CHECK(column(run, "search/scores/step") == std::vector<double>{0, 4, 8});
-  REQUIRE(rows(run, "search/scores/score").at(2).size() == 8);
+  CHECK(column(rr, "search/scores/step") == std::vector<double>{0, 4, 8});
+  REQUIRE(rows(rr, "search/scores/score").at(2).size() == 8);
   // The ranking: the listed schedules among the exactly evaluated, best first.
-  const auto& ds = run["datasets"];
+  const auto& ds = rr["datasets"];
   const auto loss = ds["search/ranking/loss"].get<std::vector<double>>();
   const auto ranked = ds["search/ranking/heads"].get<std::vector<std::vector<int>>>();
   REQUIRE(loss.size() == ranked.size());
@@ -163,7 +163,8 @@ TEST_CASE("kill -9 mid-search, then --resume, gives the search of an uninterrupt
   CHECK(read_file(f.dir.file("a/ranking.csv")) == read_file(b + "/ranking.csv"));
   if (method == "mixture") {
     // The architecture weights: each row a distribution per layer, moving away from uniform as tau falls.
-    const auto w = rows(ra, "search/weights"), tau = std::vector<double>(column(ra, "search/temperature"));
+    const auto w = rows(ra, "search/weights");
+    const std::vector<double> tau = column(ra, "search/temperature");
     REQUIRE(w.size() == 8);
     for (size_t l = 0; l < 2; ++l) {
       double sum = 0, top = 0;
