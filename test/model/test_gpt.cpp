@@ -196,16 +196,22 @@ TEST_CASE("a mixture of head counts is the weighted sum of the layer's outputs, 
   const auto onehot = torch::tensor({0.0, 1.0, 0.0}, torch::kDouble);
   CHECK(torch::equal(m->forward(idx, {}, mixture(onehot)).logits,
                      m->forward(idx, {}, ForwardOptions::under(HeadSchedule::parse("2,4"))).logits));
-  // d loss / d w against central differences.
+  // d loss / d w against central differences, all in double: the cross-entropy of the
+  // logits here (the model's own loss path may reduce in fp32, too coarse for a
+  // difference quotient).
+  auto loss_of = [&](const torch::Tensor& weights) {
+    const auto logits = m->forward(idx, {}, mixture(weights)).logits;
+    REQUIRE(logits.scalar_type() == torch::kDouble);
+    return torch::nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}));
+  };
   auto w = torch::tensor({0.2, 0.3, 0.5}, torch::kDouble).requires_grad_(true);
-  m->forward(idx, targets, mixture(w)).loss.backward();
+  loss_of(w).backward();
   torch::NoGradGuard ng;
   for (int64_t k = 0; k < 3; ++k) {
     auto up = w.detach().clone(), down = w.detach().clone();
     up[k] += 1e-6;
     down[k] -= 1e-6;
-    const double numeric = (m->forward(idx, targets, mixture(up)).loss.item<double>() -
-                            m->forward(idx, targets, mixture(down)).loss.item<double>()) / 2e-6;
+    const double numeric = (loss_of(up).item<double>() - loss_of(down).item<double>()) / 2e-6;
     INFO("weight " << k);
     CHECK(w.grad()[k].item<double>() == Approx(numeric).epsilon(1e-5));
   }

@@ -116,7 +116,8 @@ RunAttributes read_root_attributes(const H5::H5File& file) {
   if (file.attrExists("world_size")) file.openAttribute("world_size").read(H5::PredType::NATIVE_INT, &attrs.world_size);
   if (file.attrExists("unigram_val_loss"))
     file.openAttribute("unigram_val_loss").read(H5::PredType::NATIVE_DOUBLE, &attrs.unigram_val_loss);
-  if (file.nameExists("search/step")) {
+  // H5Lexists fails (rather than answers false) when an intermediate group is missing.
+  if (file.nameExists("search") && file.nameExists("search/step")) {
     H5::Group search = file.openGroup("search");
     H5::Attribute choices = search.openAttribute("choices");
     attrs.search.choices.resize(choices.getSpace().getSimpleExtentNpoints());
