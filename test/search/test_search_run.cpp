@@ -79,7 +79,8 @@ TEST_CASE("prism search trains one shared model, ranks the space and records it 
   CHECK(rr["attrs"]["status"] == "completed");
   // Per step, the schedule of each micro-batch (2 slots: 2 accumulated micro-batches), drawn
   // uniformly from the space as a pure function of (seed, step, slot).
-  CHECK(column(rr, "search/step") == std::vector<double>{1, 2, 3, 4, 5, 6, 7, 8});
+  const std::vector<double> steps{1, 2, 3, 4, 5, 6, 7, 8};
+  CHECK(column(rr, "search/step") == steps);
   const auto heads = rows(rr, "search/heads");
   REQUIRE(heads.size() == 8);
   const auto space = ScheduleSpace::product(2, {1, 2, 4, 8}, 4, false);
@@ -91,7 +92,8 @@ TEST_CASE("prism search trains one shared model, ranks the space and records it 
       CHECK(heads[step][2 * slot + 1] == s[1]);
     }
   // Per-layer scores at every validation (steps 0, 4, 8): 2 layers x 4 counts, and each layer's choice.
-  CHECK(column(rr, "search/scores/step") == std::vector<double>{0, 4, 8});
+  const std::vector<double> validations{0, 4, 8};
+  CHECK(column(rr, "search/scores/step") == validations);
   REQUIRE(rows(rr, "search/scores/score").at(2).size() == 8);
   // The ranking: the listed schedules among the exactly evaluated, best first.
   const auto& ds = rr["datasets"];
