@@ -111,6 +111,12 @@ TEST_CASE("prism search trains one shared model, ranks the space and records it 
   }
   const std::string csv = read_file(out + "/ranking.csv");
   CHECK_THAT(csv, Catch::StartsWith("rank,schedule,heads,loss,loss_se,estimate,hard_rules,guidelines,why"));
+  // A finished search resumed trains nothing and ranks again from its final weights: the same ranking.
+  auto again = run_prism("search --resume " + out);
+  INFO(again.output);
+  REQUIRE(again.exit_code == 0);
+  CHECK_THAT(again.output, Catch::Contains("already at step 8 of 8; nothing left to train"));
+  CHECK(read_file(out + "/ranking.csv") == csv);
   // top.yaml trains the 2 best under rules 1-3 and the baseline with seeds 0 and 1.
   auto dry = run_prism(fmt::format("sweep {}/top.yaml --dry-run", out));
   INFO(dry.output);

@@ -161,6 +161,7 @@ class Loop {
     sum_.run_dir = o.run_dir;
     sum_.status = "completed";
     sum_.train_loss = std::nan("");
+    sum_.val_loss = std::nan("");
   }
 
   TrainSummary run();
@@ -565,6 +566,14 @@ TrainSummary Loop::summarize(double wall_s) {
   sum.wall_s = wall_s;
   sum.tokens_per_s = st_.elapsed_s > 0 ? static_cast<double>(st_.tokens) / st_.elapsed_s : 0;
   sum.checkpoint = last_checkpoint_;
+  if (sum.status == "completed" && std::isnan(sum.train_loss) && std::isnan(sum.val_loss)) {
+    // A finished run resumed: no step and no validation ran in this process.
+    log(fmt::format("completed: the run was already at step {} of {}; nothing left to train | best val loss {:.4f} at step {} "
+                    "| run {} | checkpoint {}",
+                    sum.steps, c_.train.max_steps, sum.best_val_loss, sum.best_val_step, o_.run_dir,
+                    last_checkpoint_.empty() ? "none" : last_checkpoint_));
+    return sum;
+  }
   log(fmt::format("{}: {} steps, {} tokens in {} ({} tok/s) | train loss {:.4f} | val loss {:.4f} (best {:.4f} at step {}{}) | "
                   "run {} | checkpoint {}",
                   sum.status, sum.steps, format_count(static_cast<double>(sum.tokens)), format_duration(st_.elapsed_s),
