@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "prism/search/search.h"
 #include "prism/search/space.h"
 #include "support.h"
 #include "train/rank_launch.h"
@@ -250,4 +251,25 @@ TEST_CASE("prism search --dry-run prints the search's cost next to the grid's, a
   auto again = run_prism(fmt::format("search {} --out {}", f.file("spos", 2), f.dir.file("x")));
   CHECK(again.exit_code != 0);
   CHECK_THAT(again.output, Catch::Contains("a run already exists here") && Catch::Contains("--resume"));
+}
+
+TEST_CASE("every shipped search file plans, and search plus retraining costs less than the grid it names",
+          "[search][shipped]") {
+  const fs::path dir = source_path("experiments/search");
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() != ".yaml") continue;
+    ++files;
+    INFO(e.path().string());
+    SearchPlan plan;
+    REQUIRE_NOTHROW(plan = plan_search(e.path().string()));
+    CHECK(plan.space.size() >= 2);
+    CHECK(plan.grid.size() >= 2);
+    CHECK(plan.grid_source == "the sweep section the search file builds on");
+    const SearchCost k = search_cost(plan);
+    CHECK(k.total() > 0);
+    CHECK(k.total() < 0.25 * k.grid_flops);
+    CHECK_THAT(format_search_dry_run(plan, "runs/x"), Catch::Contains("the grid it replaces"));
+  }
+  CHECK(files >= 4);  // cpu-128 and the three paper scales
 }
