@@ -9,13 +9,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <map>
+#include <set>
 #include <thread>
 
 #include "prism/search/search.h"
 #include "prism/search/space.h"
+#include "prism/sweep/plan.h"
 #include "support.h"
 #include "train/rank_launch.h"
 #include "train/run_compare.h"
@@ -272,4 +276,23 @@ TEST_CASE("every shipped search file plans, and search plus retraining costs les
     CHECK_THAT(format_search_dry_run(plan, "runs/x"), Catch::Contains("the grid it replaces"));
   }
   CHECK(files >= 4);  // cpu-128 and the three paper scales
+}
+
+TEST_CASE("the shipped ground truth of the CPU search: >= 12 schedules x 3 paired seeds, rule breakers included",
+          "[search][shipped]") {
+  const SweepPlan plan = plan_sweep(source_path("experiments/search/ground-truth/cpu-128.yaml"));
+  std::map<std::vector<int>, std::set<uint64_t>> seeds;
+  for (const auto& t : plan.trials) seeds[t.schedule.heads()].insert(t.seed);
+  CHECK(seeds.size() >= 12);
+  int breakers = 0;
+  for (const auto& s : seeds) {
+    INFO(HeadSchedule(s.first).compact());
+    CHECK(s.second == std::set<uint64_t>{0, 1, 2});
+    const auto& h = s.first;
+    breakers += !std::is_sorted(h.begin(), h.end()) || h.back() != 4;
+  }
+  CHECK(breakers >= 3);
+  // The search space holds every one of them, so a search ranks them all.
+  const auto space = ScheduleSpace::product(6, {1, 2, 4, 8, 16}, 4, false);
+  for (const auto& s : seeds) CHECK(space.contains(HeadSchedule(s.first)));
 }
