@@ -296,3 +296,23 @@ TEST_CASE("the shipped ground truth of the CPU search: >= 12 schedules x 3 paire
   const auto space = ScheduleSpace::product(6, {1, 2, 4, 8, 16}, 4, false);
   for (const auto& s : seeds) CHECK(space.contains(HeadSchedule(s.first)));
 }
+
+TEST_CASE("prism bench search times both methods against plain training steps", "[search][bench]") {
+  Fixture f;
+  auto r = run_prism(fmt::format("bench search {} --steps 2 --warmup 1 --threads 1", f.file("spos")));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains("plain training") && Catch::Contains("search, spos") &&
+                           Catch::Contains("search, mixture") && Catch::Contains("run of 8 steps"));
+  // Each arm's line ends with its run ratio, e.g. "1.293x"; plain training's is 1.00x.
+  for (const char* arm : {"search, spos", "search, mixture"}) {
+    const auto at = r.output.find(std::string("\n") + arm);
+    REQUIRE(at != std::string::npos);
+    const std::string line = r.output.substr(at + 1, r.output.find('\n', at + 1) - at - 1);
+    INFO(line);
+    CHECK(line.back() == 'x');
+    const double ratio = std::stod(line.substr(line.rfind(' ') + 1));
+    CHECK(ratio > 0.2);
+    CHECK(ratio < 50);
+  }
+}
