@@ -113,6 +113,31 @@ TEST_CASE("schedule grammar: the rules decide what a config's schedule may be", 
   CHECK_THAT(section_error("{hedas: [1]}"), Catch::Contains("unknown key 'schedule.hedas'"));
 }
 
+TEST_CASE("schedule grammar: hard_rules: false lets a study train schedules outside the paper's space",
+          "[config][schedule]") {
+  // Decreasing (rule 2) and ending wide (rule 3): warnings, not errors, once relaxed.
+  const ScheduleSection s = section("{heads: \"12x6,6x3,3x3\", hard_rules: false}");
+  CHECK_FALSE(s.rules.hard);
+  const auto found = check_schedule(s.schedule, 12, 768, 12, s.rules);
+  CHECK(found.ok());
+  bool warned_2 = false, warned_3 = false;
+  for (const auto& f : found.warnings()) {
+    warned_2 = warned_2 || f.rule == Rule::Monotonicity;
+    warned_3 = warned_3 || f.rule == Rule::BoundaryConvergence;
+  }
+  CHECK(warned_2);
+  CHECK(warned_3);
+  CHECK(section_error("{heads: \"1x12\", hard_rules: false}") == "no error");
+  // Rule 1 holds whatever: the model cannot split d_model otherwise.
+  CHECK_THAT(section_error("{heads: \"5x12\", hard_rules: false}"), Catch::Contains("rule 1"));
+  CHECK_THAT(section_error("{heads: \"12x6,6x3,3x3\"}"), Catch::Contains("rule 2") && Catch::Contains("hard_rules: false"));
+  // The resolved config says so only when relaxed (other configs' text is unchanged).
+  const Config relaxed = parse_config(YAML::Load("model: {preset: gpt2-124m}\nschedule: {heads: \"1x12\", hard_rules: false}\n"), "c.yaml");
+  CHECK_THAT(to_yaml(relaxed), Catch::Contains("hard_rules: false"));
+  const Config plain = parse_config(YAML::Load("model: {preset: gpt2-124m}\n"), "c.yaml");
+  CHECK(to_yaml(plain).find("hard_rules") == std::string::npos);
+}
+
 TEST_CASE("schedule grammar: a sweep's chosen schedule stands in for the section's form", "[config][schedule]") {
   // The section's own form is not read (not even checked), its rules are.
   const ScheduleSection s = section("{staircase: [[100, 3]], block_max: 3}", kPaper);

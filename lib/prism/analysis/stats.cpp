@@ -110,4 +110,21 @@ double mcnemar_exact_p(int64_t b, int64_t c) {
   return std::min(1.0, 2 * boost::math::cdf(dist, static_cast<double>(std::min(b, c))));
 }
 
+double kendall_tau(const std::vector<double>& a, const std::vector<double>& b) {
+  const size_t n = std::min(a.size(), b.size());
+  double concordant = 0, discordant = 0, ties_a = 0, ties_b = 0;
+  for (size_t i = 0; i < n; ++i)
+    for (size_t j = i + 1; j < n; ++j) {
+      const double da = a[i] - a[j], db = b[i] - b[j];
+      if (da == 0 && db == 0) continue;  // tied in both: in neither count
+      if (da == 0) ties_a += 1;
+      else if (db == 0) ties_b += 1;
+      else if ((da > 0) == (db > 0)) concordant += 1;
+      else discordant += 1;
+    }
+  const double n0 = concordant + discordant;
+  const double denom = std::sqrt((n0 + ties_a) * (n0 + ties_b));
+  return denom > 0 ? (concordant - discordant) / denom : kNaN;
+}
+
 }  // namespace prism

@@ -46,5 +46,8 @@ std::vector<double> holm_adjust(const std::vector<double>& p);
 // test of b out of b + c at 1/2 (scipy.stats.binomtest(b, b + c).pvalue); 1 when
 // b + c = 0.
 double mcnemar_exact_p(int64_t b, int64_t c);
+// Kendall's tau-b rank correlation of paired values (ties counted as scipy.stats.kendalltau
+// does); NaN below 2 pairs or when either side is constant.
+double kendall_tau(const std::vector<double>& a, const std::vector<double>& b);
 
 }  // namespace prism

@@ -124,6 +124,8 @@ std::string to_yaml(const Config& c) {
   out << YAML::Key << "block_min" << YAML::Value << c.rules.block_min;
   out << YAML::Key << "block_max" << YAML::Value << c.rules.block_max;
   out << YAML::Key << "baseline_share" << YAML::Value << c.rules.baseline_share;
+  // Written only when relaxed, so the resolved text of every other config is as before.
+  if (!c.rules.hard) out << YAML::Key << "hard_rules" << YAML::Value << false;
   out << YAML::EndMap;
   out << YAML::Key << "attention" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "backend" << YAML::Value << c.attention.backend;

@@ -116,6 +116,7 @@ std::vector<Stair> parse_staircase(const YAML::Node& n, const std::string& where
 ScheduleRules parse_schedule_rules(ConfigNode& n) {
   ScheduleRules r;
   r.strict = n.get<bool>("strict", false);
+  r.hard = n.get<bool>("hard_rules", true);
   if (n.has("block")) parse_block(n, r);
   else n.raw("block");  // a known key, unset
   r.block_min = static_cast<int>(n.get_int("block_min", r.block_min, 1, 1024));

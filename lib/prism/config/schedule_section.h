@@ -12,6 +12,8 @@
 //                                      # one length; also spelled block_min: 2, block_max: 4
 //     baseline_share: 0.5              # rule 5: share of layers at the baseline count
 //     strict: false
+//     hard_rules: true                 # false: rules 2-3 (monotone, last = baseline) only warn, for
+//                                      # studies of schedules outside the paper's space (rule 1 holds)
 //
 //   sweep:
 //     grid:
@@ -40,7 +42,7 @@ HeadSchedule parse_heads(const YAML::Node& value, const std::string& where);
 // A `staircase` value: [[head_dim, layers], ...] or "256:3,128:3,64:6".
 std::vector<Stair> parse_staircase(const YAML::Node& value, const std::string& where);
 
-// The rules keys of a section: block (or block_min and block_max), baseline_share, strict.
+// The rules keys of a section: block (or block_min and block_max), baseline_share, strict, hard_rules.
 ScheduleRules parse_schedule_rules(ConfigNode& section);
 
 struct ScheduleSection {

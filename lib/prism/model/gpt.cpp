@@ -47,22 +47,32 @@ CausalSelfAttentionImpl::CausalSelfAttentionImpl(const ModelConfig& cfg, int n_h
 }
 
 torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x, const attention::Options& attn,
-                                               const RopeTable* rope, torch::Tensor* distance) {
+                                               const LayerHeads& heads, const RopeTables* rope,
+                                               torch::Tensor* distance) {
   const int64_t B = x.size(0), T = x.size(1), C = x.size(2);
-  // (B, T, 3, H, D): q, k, v are strided views, no copies.
-  auto qkv = affine(c_attn, x).view({B, T, 3, n_head, head_dim});
-  auto q = qkv.select(2, 0), k = qkv.select(2, 1);
-  if (rope) {
-    RotatedQK r = apply_rope(q, k, *rope);
-    q = r.q;
-    k = r.k;
-  }
+  const auto qkv = affine(c_attn, x);
   attention::Options opt = attn;
   opt.dropout_p = is_training() ? dropout : 0.0;
   opt.want_distance = distance != nullptr;
-  auto res = attention::causal_attention(q, k, qkv.select(2, 2), opt);
-  if (distance) *distance = res.distance;
-  auto y = res.out.reshape({B, T, C});
+  // The same q, k and v sliced into `count` heads: (B, T, 3, H, D), strided views, no
+  // copies; with rotary positions q and k are rotated at that head width.
+  auto attend = [&](int count) {
+    auto split = qkv.view({B, T, 3, count, C / count});
+    auto q = split.select(2, 0), k = split.select(2, 1);
+    if (rope) {
+      RotatedQK r = apply_rope(q, k, rope->at(C / count));
+      q = r.q;
+      k = r.k;
+    }
+    auto res = attention::causal_attention(q, k, split.select(2, 2), opt);
+    if (distance) *distance = res.distance;
+    return res.out.reshape({B, T, C});
+  };
+  torch::Tensor y = attend(heads.counts[0]);
+  if (heads.counts.size() > 1) {
+    y = y * heads.weights[0];
+    for (size_t k = 1; k < heads.counts.size(); ++k) y = y + attend(heads.counts[k]) * heads.weights[static_cast<int64_t>(k)];
+  }
   return resid_dropout(affine(c_proj, y));
 }
 
@@ -84,10 +94,10 @@ BlockImpl::BlockImpl(const ModelConfig& cfg, int n_head) {
   mlp = register_module("mlp", MLP(cfg));
 }
 
-Residual BlockImpl::forward(const Residual& in, const attention::Options& a, const RopeTable* rope,
-                            torch::Tensor* distance) {
+Residual BlockImpl::forward(const Residual& in, const attention::Options& a, const LayerHeads& heads,
+                            const RopeTables* rope, torch::Tensor* distance) {
   auto [x, normed_1] = ln_1->add_norm(in.x, in.r);  // x = in.x + in.r
-  auto [y, normed_2] = ln_2->add_norm(x, attn(normed_1, a, rope, distance));  // y = x + attn(ln_1(x))
+  auto [y, normed_2] = ln_2->add_norm(x, attn(normed_1, a, heads, rope, distance));  // y = x + attn(ln_1(x))
   return {y, mlp(normed_2)};  // the next LayerNorm adds y + mlp(ln_2(y))
 }
 
@@ -99,10 +109,16 @@ ForwardOptions ForwardOptions::distance_only(std::optional<attention::Backend> b
   return o;
 }
 
+ForwardOptions ForwardOptions::under(const HeadSchedule& schedule) {
+  ForwardOptions o;
+  for (int h : schedule.heads()) o.heads.push_back({{h}, {}});
+  return o;
+}
+
 GPTImpl::GPTImpl(const ModelConfig& cfg, const HeadSchedule& schedule, attention::Backend backend)
     : cfg_(cfg), schedule_(schedule), backend_(backend) {
   validate_model_config(cfg, "model");
-  require_valid_schedule(schedule, cfg.n_layer, cfg.d_model, cfg.n_head, ScheduleRules{}, "model schedule");
+  require_runnable_schedule(schedule, cfg.n_layer, cfg.d_model, "model schedule");
   require_rope_head_widths(cfg, schedule.heads(), "model schedule");
   wte = register_module("wte", torch::nn::Embedding(cfg.vocab_size, cfg.d_model));
   if (cfg.position == Positions::Learned)
@@ -153,13 +169,14 @@ std::vector<attention::Backend> GPTImpl::resolved_backends(int64_t T, const Forw
   return out;
 }
 
-std::map<int64_t, RopeTable> GPTImpl::rope_tables(int64_t T, const torch::Device& device) const {
-  std::map<int64_t, RopeTable> tables;
+RopeTables GPTImpl::rope_tables(int64_t T, const torch::Device& device, const std::vector<LayerHeads>& heads) const {
+  RopeTables tables;
   if (cfg_.position != Positions::Rope) return tables;
-  for (int h : schedule_.heads()) {
-    const int64_t d = cfg_.d_model / h;
-    if (!tables.count(d)) tables.emplace(d, rope_table(T, d, cfg_.rope_theta, device));
-  }
+  for (const LayerHeads& layer : heads)
+    for (int h : layer.counts) {
+      const int64_t d = cfg_.d_model / h;
+      if (!tables.count(d)) tables.emplace(d, rope_table(T, d, cfg_.rope_theta, device));
+    }
   return tables;
 }
 
@@ -180,14 +197,14 @@ GPTOutput GPTImpl::forward(const torch::Tensor& idx, const torch::Tensor& target
                               /*sparse=*/idx.device().is_cpu());
   if (wpe) tok = tok + wpe(torch::arange(T, torch::dtype(torch::kLong).device(idx.device())));
   Residual s{drop(tok), torch::Tensor()};
-  // One rotary table per head width in the schedule, shared by the layers of that width.
-  const auto tables = rope_tables(T, idx.device());
+  const std::vector<LayerHeads> heads = call_heads(options);
+  // One rotary table per head width the call runs, shared by the layers (and a mixture's counts) of that width.
+  const RopeTables tables = rope_tables(T, idx.device(), heads);
+  const RopeTables* rope = cfg_.position == Positions::Rope ? &tables : nullptr;
   GPTOutput out;
   if (options.want_distance) out.distance.resize(h->size());
-  for (size_t l = 0; l < h->size(); ++l) {
-    const RopeTable* rope = tables.empty() ? nullptr : &tables.at(cfg_.d_model / schedule_[static_cast<int>(l)]);
-    s = h[l]->as<Block>()->forward(s, attn, rope, options.want_distance ? &out.distance[l] : nullptr);
-  }
+  for (size_t l = 0; l < h->size(); ++l)
+    s = h[l]->as<Block>()->forward(s, attn, heads[l], rope, options.want_distance ? &out.distance[l] : nullptr);
   if (!options.lm_head) return out;
   auto x = ln_f->add_norm(s.x, s.r).normed;
   if (targets.defined()) {
@@ -197,6 +214,41 @@ GPTOutput GPTImpl::forward(const torch::Tensor& idx, const torch::Tensor& target
     out.logits = F::linear(x, wte->weight);
   }
   return out;
+}
+
+std::vector<LayerHeads> GPTImpl::call_heads(const ForwardOptions& options) const {
+  const int L = cfg_.n_layer;
+  if (options.heads.empty()) {
+    std::vector<LayerHeads> own;
+    for (int c : schedule_.heads()) own.push_back({{c}, {}});
+    return own;
+  }
+  const std::string where = "model forward (ForwardOptions::heads)";
+  if (static_cast<int>(options.heads.size()) != L)
+    throw Error(fmt::format("heads for {} layers given to a model of {}", options.heads.size(), L), where,
+                "give one entry per layer");
+  for (int l = 0; l < L; ++l) {
+    const LayerHeads& lh = options.heads[static_cast<size_t>(l)];
+    if (lh.counts.empty()) throw Error(fmt::format("layer {} has no head count", l), where, "give at least one count");
+    for (int c : lh.counts)
+      if (c <= 0 || cfg_.d_model % c != 0)
+        throw Error(fmt::format("layer {}: {} heads do not divide d_model = {}", l, c, cfg_.d_model), where,
+                    "use head counts that divide d_model");
+    if (lh.counts.size() > 1 && (!lh.weights.defined() || lh.weights.numel() != static_cast<int64_t>(lh.counts.size())))
+      throw Error(fmt::format("layer {}: a mixture of {} counts needs {} weights", l, lh.counts.size(), lh.counts.size()),
+                  where, "give LayerHeads::weights one weight per count");
+    if (lh.counts.size() > 1 && options.want_distance)
+      throw Error(fmt::format("layer {}: attention distance of a mixture of head counts", l), where,
+                  "measure distance under one count per layer");
+  }
+  // Rotary positions need even head widths: each count checked at its layer (0 = no count there).
+  for (int l = 0; l < L; ++l)
+    for (int c : options.heads[static_cast<size_t>(l)].counts) {
+      std::vector<int> at_layer(static_cast<size_t>(L), 0);
+      at_layer[static_cast<size_t>(l)] = c;
+      require_rope_head_widths(cfg_, at_layer, where);
+    }
+  return options.heads;
 }
 
 void GPTImpl::add_working_copies(WorkingCopies& copies) {

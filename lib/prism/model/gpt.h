@@ -5,6 +5,9 @@
 // Positions are learned (wpe, GPT-2's) or rotary (model.position: rope): then
 // there is no wpe, and each layer rotates its q and k at its own head width
 // before the attention op, whichever back end runs it.
+// A layer's W_Q, W_K, W_V and W_O are d_model x d_model whatever its head count,
+// so one set of weights runs exactly under any schedule a call names
+// (ForwardOptions::heads): the weight-sharing schedule search (search/) uses that.
 #include <torch/torch.h>
 
 #include <map>
@@ -33,15 +36,27 @@ class LayerNormImpl : public torch::nn::Module {
 };
 TORCH_MODULE(LayerNorm);
 
+// A pass's rotary tables by head width: layers (and a mixture's counts) of one width share one.
+using RopeTables = std::map<int64_t, RopeTable>;
+
+// How one layer's attention splits q, k and v into heads in one call: one count,
+// or a mixture of counts (the attention outputs under each, weighted and summed
+// before W_O; W_O is linear, so this is the weighted sum of the layer's outputs).
+struct LayerHeads {
+  std::vector<int> counts;  // one count, or a mixture's candidates; each divides d_model
+  torch::Tensor weights;    // a mixture's (counts.size(),) weights, differentiable; undefined for one count
+};
+
 class CausalSelfAttentionImpl : public torch::nn::Module {
  public:
   CausalSelfAttentionImpl(const ModelConfig& cfg, int n_head);
-  // x: (B, T, C). rope: this layer's rotary table (its head width), or null for
-  // learned positions. When `distance` is given, it receives sum_j p_ij (i - j) as (B, n_head, T).
-  torch::Tensor forward(const torch::Tensor& x, const attention::Options& attn, const RopeTable* rope = nullptr,
-                        torch::Tensor* distance = nullptr);
+  // x: (B, T, C), split into `heads`. rope: the call's rotary tables by head width, or
+  // null for learned positions. When `distance` is given (one count only), it receives
+  // sum_j p_ij (i - j) as (B, count, T).
+  torch::Tensor forward(const torch::Tensor& x, const attention::Options& attn, const LayerHeads& heads,
+                        const RopeTables* rope = nullptr, torch::Tensor* distance = nullptr);
 
-  int n_head, head_dim;
+  int n_head, head_dim;  // the layer's own count (the model's schedule) and its width
   double dropout;
   torch::nn::Linear c_attn{nullptr};  // fused W_Q, W_K, W_V: d_model -> 3 d_model, whatever n_head is
   torch::nn::Linear c_proj{nullptr};  // W_O: d_model -> d_model
@@ -69,7 +84,8 @@ class BlockImpl : public torch::nn::Module {
  public:
   BlockImpl(const ModelConfig& cfg, int n_head);
   // nanoGPT's x = x + attn(ln_1(x)); x = x + mlp(ln_2(x)), with each add done by the LayerNorm after it.
-  Residual forward(const Residual& in, const attention::Options& attn, const RopeTable* rope = nullptr,
+  Residual forward(const Residual& in, const attention::Options& attn, const LayerHeads& heads,
+                   const RopeTables* rope = nullptr,
                    torch::Tensor* distance = nullptr);
 
   LayerNorm ln_1{nullptr}, ln_2{nullptr};
@@ -85,10 +101,16 @@ struct ForwardOptions {
   std::optional<attention::Backend> backend;
   bool want_distance = false;  // fill GPTOutput::distance
   bool lm_head = true;         // false: stop after the last block (no ln_f, logits or loss)
+  // This call's heads, one entry per layer; empty: the model's schedule. Any counts
+  // that divide d_model run (the paper's rules 2-6 are the schedule's business, not
+  // the model's); a mixture cannot report distance.
+  std::vector<LayerHeads> heads;
 
   // A pass for attention distances alone: the blocks run, the LM head (more work than
   // every block at GPT-2's vocabulary) does not.
   static ForwardOptions distance_only(std::optional<attention::Backend> backend = std::nullopt);
+  // A call under `schedule` instead of the model's own.
+  static ForwardOptions under(const HeadSchedule& schedule);
 };
 
 struct GPTOutput {
@@ -100,14 +122,17 @@ struct GPTOutput {
 
 class GPTImpl : public torch::nn::Module {
  public:
-  // Throws prism::Error if the schedule breaks a hard rule for this shape.
+  // Throws prism::Error if the model cannot run the schedule: a count that does not
+  // divide d_model, or another number of layers (rule 1; rules 2-3 are checked
+  // where a schedule is chosen: config/schedule_section.h).
   // `backend` is the attention back end of calls that name none (attention.backend).
   GPTImpl(const ModelConfig& cfg, const HeadSchedule& schedule,
           attention::Backend backend = attention::Backend::Auto);
 
   // idx, targets: (B, T) int64 token ids; targets < 0 are ignored. T <= block_size
   // with learned positions (the table has block_size rows); any T with rotary ones.
-  // Throws prism::Error for T > block_size with learned positions, or targets with options.lm_head off.
+  // Throws prism::Error for T > block_size with learned positions, targets with
+  // options.lm_head off, or options.heads the model cannot run (see LayerHeads).
   GPTOutput forward(const torch::Tensor& idx, const torch::Tensor& targets = {}, const ForwardOptions& options = {});
 
   // The back end a call's attention runs on: the call's, else the model's; a
@@ -134,8 +159,10 @@ class GPTImpl : public torch::nn::Module {
 
  private:
   void init_weights();
-  // The rotary tables of a T-token pass by head width (none with learned positions).
-  std::map<int64_t, RopeTable> rope_tables(int64_t T, const torch::Device& device) const;
+  // The heads of every layer in this call: options.heads checked, or the schedule's.
+  std::vector<LayerHeads> call_heads(const ForwardOptions& options) const;
+  // The rotary tables of a T-token pass, one per head width in `heads` (none with learned positions).
+  RopeTables rope_tables(int64_t T, const torch::Device& device, const std::vector<LayerHeads>& heads) const;
   ModelConfig cfg_;
   HeadSchedule schedule_;
   attention::Backend backend_;

@@ -53,7 +53,8 @@ ScheduleReport check_schedule(const HeadSchedule& s, int n_layer, int d_model, i
                               const ScheduleRules& rules) {
   ScheduleReport rep;
   auto add = [&](Rule r, int layer, std::string msg) {
-    rep.findings.push_back({r, layer, is_hard_rule(r) || rules.strict, std::move(msg)});
+    const bool error = is_hard_rule(r) ? rules.hard || r == Rule::Divisibility : rules.strict;
+    rep.findings.push_back({r, layer, error, std::move(msg)});
   };
   const auto& h = s.heads();
   const int L = s.n_layer();
@@ -115,12 +116,28 @@ void require_valid_schedule(const HeadSchedule& s, int n_layer, int d_model, int
       fix = f.layer < 0 ? fmt::format("give exactly {} head counts", n_layer)
                         : fmt::format("use a head count that divides {}", d_model);
       break;
-    case Rule::Monotonicity: fix = "make head counts non-decreasing from the first layer to the last"; break;
-    case Rule::BoundaryConvergence: fix = fmt::format("end the schedule with {} heads (model.n_head)", h_base); break;
+    case Rule::Monotonicity:
+      fix = "make head counts non-decreasing from the first layer to the last (a study of other schedules: "
+            "schedule.hard_rules: false)";
+      break;
+    case Rule::BoundaryConvergence:
+      fix = fmt::format("end the schedule with {} heads (model.n_head; a study of other schedules: "
+                        "schedule.hard_rules: false)", h_base);
+      break;
     default: fix = "follow the guideline, or set schedule.strict: false to accept it with a warning"; break;
   }
   std::string more = errs.size() > 1 ? fmt::format(" (and {} more)", errs.size() - 1) : "";
   throw Error(f.describe() + more, fmt::format("{} {}", where, s.compact()), fix);
+}
+
+void require_runnable_schedule(const HeadSchedule& s, int n_layer, int d_model, const std::string& where) {
+  if (s.n_layer() != n_layer)
+    throw Error(fmt::format("the schedule has {} layers but the model has {}", s.n_layer(), n_layer),
+                fmt::format("{} {}", where, s.compact()), fmt::format("give exactly {} head counts", n_layer));
+  for (int l = 0; l < n_layer; ++l)
+    if (s[l] <= 0 || d_model % s[l] != 0)
+      throw Error(fmt::format("rule 1 (divisibility), layer {}: {} heads do not divide d_model = {}", l, s[l], d_model),
+                  fmt::format("{} {}", where, s.compact()), fmt::format("use a head count that divides {}", d_model));
 }
 
 }  // namespace prism

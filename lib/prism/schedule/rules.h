@@ -1,6 +1,9 @@
 #pragma once
 // The six schedule rules of PAPER.md. Rules 1-3 are hard constraints; 4-6 are
 // design guidelines, reported as warnings unless `strict` makes them errors.
+// A study of schedules outside the paper's space (a decreasing one, one that ends
+// wide) turns rules 2-3 into warnings (`hard = false`); rule 1 always holds,
+// since a model cannot split d_model into heads otherwise.
 #include <string>
 #include <vector>
 
@@ -22,6 +25,7 @@ struct ScheduleRules {
   int block_max = 4;              // rule 4
   double baseline_share = 0.5;    // rule 5: share of layers at h_base
   bool strict = false;            // guidelines 4-6 become errors
+  bool hard = true;               // rules 2-3 are errors (false: warnings)
 };
 
 bool is_hard_rule(Rule r);
@@ -49,5 +53,9 @@ ScheduleReport check_schedule(const HeadSchedule& s, int n_layer, int d_model, i
 // Throws prism::Error naming the first error (layer and rule) with a fix.
 void require_valid_schedule(const HeadSchedule& s, int n_layer, int d_model, int h_base,
                             const ScheduleRules& rules = {}, const std::string& where = "schedule");
+
+// What a model needs to run a schedule, whatever the rules: `n_layer` counts,
+// each dividing d_model (rule 1). Throws prism::Error naming the layer.
+void require_runnable_schedule(const HeadSchedule& s, int n_layer, int d_model, const std::string& where = "schedule");
 
 }  // namespace prism

@@ -34,6 +34,8 @@ constexpr off_t kLockByte = off_t{1} << 62;
 
 const std::vector<std::string> kTrainColumns = {"tokens", "loss", "lr", "grad_norm", "time_s"};
 const std::vector<std::string> kValColumns = {"tokens", "loss", "loss_se"};
+const std::vector<std::string> kSearchColumns = {"heads", "weights", "temperature"};
+const std::vector<std::string> kSearchScoreColumns = {"score", "choice"};
 const char* const kStatuses[] = {"running", "completed", "failed"};
 // The status attribute is created this wide (the longest status), so that every later
 // status is written in place, padded, whatever the attribute's history.
@@ -114,6 +116,16 @@ RunAttributes read_root_attributes(const H5::H5File& file) {
   if (file.attrExists("world_size")) file.openAttribute("world_size").read(H5::PredType::NATIVE_INT, &attrs.world_size);
   if (file.attrExists("unigram_val_loss"))
     file.openAttribute("unigram_val_loss").read(H5::PredType::NATIVE_DOUBLE, &attrs.unigram_val_loss);
+  // H5Lexists fails (rather than answers false) when an intermediate group is missing.
+  if (file.nameExists("search") && file.nameExists("search/step")) {
+    H5::Group search = file.openGroup("search");
+    H5::Attribute choices = search.openAttribute("choices");
+    attrs.search.choices.resize(choices.getSpace().getSimpleExtentNpoints());
+    choices.read(H5::PredType::NATIVE_INT, attrs.search.choices.data());
+    search.openAttribute("slots").read(H5::PredType::NATIVE_INT, &attrs.search.slots);
+    search.openAttribute("layers").read(H5::PredType::NATIVE_INT, &attrs.search.layers);
+    attrs.search.method = read_string_attribute(search, "method");
+  }
   return attrs;
 }
 
@@ -128,6 +140,29 @@ void create_table(H5::Group& group, const std::string& name, const H5::PredType&
   plist.setChunk(rank, chunk);
   plist.setFillValue(fill_type, fill);  // unwritten rows read as NaN / -1, never as data
   group.createDataSet(name, file_type, H5::DataSpace(rank, dims, max_dims), plist);
+}
+
+// /search (RunAttributes::search): its series and the layout as attributes.
+void create_search_schema(H5::H5File& file, const SearchLayout& layout) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const int64_t none = -1;
+  const auto L = static_cast<hsize_t>(layout.layers), K = static_cast<hsize_t>(layout.choices.size());
+  H5::Group search = file.createGroup("search");
+  hsize_t k = K;
+  search.createAttribute("choices", H5::PredType::STD_I32LE, H5::DataSpace(1, &k))
+      .write(H5::PredType::NATIVE_INT, layout.choices.data());
+  for (const auto& [name, value] : {std::make_pair("slots", layout.slots), std::make_pair("layers", layout.layers)})
+    search.createAttribute(name, H5::PredType::STD_I32LE, H5::DataSpace(H5S_SCALAR)).write(H5::PredType::NATIVE_INT, &value);
+  write_string_attribute(search, "method", layout.method);
+  create_table(search, "step", H5::PredType::STD_I64LE, H5::PredType::NATIVE_INT64, &none);
+  create_table(search, "heads", H5::PredType::STD_I64LE, H5::PredType::NATIVE_INT64, &none,
+               static_cast<hsize_t>(layout.slots) * L);
+  create_table(search, "weights", H5::PredType::IEEE_F64LE, H5::PredType::NATIVE_DOUBLE, &nan, L * K);
+  create_table(search, "temperature", H5::PredType::IEEE_F64LE, H5::PredType::NATIVE_DOUBLE, &nan);
+  H5::Group scores = search.createGroup("scores");
+  create_table(scores, "step", H5::PredType::STD_I64LE, H5::PredType::NATIVE_INT64, &none);
+  create_table(scores, "score", H5::PredType::IEEE_F64LE, H5::PredType::NATIVE_DOUBLE, &nan, L * K);
+  create_table(scores, "choice", H5::PredType::STD_I64LE, H5::PredType::NATIVE_INT64, &none, L);
 }
 
 void create_schema(H5::H5File& file, const std::vector<int>& heads) {
@@ -320,7 +355,7 @@ struct RunStore::Impl {
   bool failed = false;  // stopped by an HDF5 failure
   RunAttributes attrs;
   std::string status;
-  Series train, val, attention;
+  Series train, val, attention, search, search_scores;
 
   // Plain read-write mode, for attributes, new groups and shrinking.
   void open_plain(bool clear_stale_marks) {
@@ -344,15 +379,19 @@ struct RunStore::Impl {
     train.open(*file, "train", kTrainColumns);
     val.open(*file, "val", kValColumns);
     attention.open(*file, "attention", attention_columns(attrs.heads.size()));
+    if (attrs.search.enabled()) {
+      search.open(*file, "search", kSearchColumns);
+      search_scores.open(*file, "search/scores", kSearchScoreColumns);
+    }
   }
   void close_file() {
     is_open = live = false;
     try {
-      for (Series* s : {&train, &val, &attention}) s->close();
+      for (Series* s : {&train, &val, &attention, &search, &search_scores}) s->close();
       if (file) file->close();
       file.reset();
     } catch (const H5::Exception&) {
-      for (Series* s : {&train, &val, &attention}) s->abandon();
+      for (Series* s : {&train, &val, &attention, &search, &search_scores}) s->abandon();
       static_cast<void>(file.release());
       throw;
     }
@@ -423,8 +462,13 @@ void add_missing_columns(H5::H5File& file) {
   val.openDataSet("loss_se").extend(dims);
 }
 
-void require_schema(const std::string& path, const H5::H5File& file, size_t layers) {
+void require_schema(const std::string& path, const H5::H5File& file, size_t layers, const SearchLayout& search) {
   std::vector<std::string> paths = {"train/step", "val/step", "attention/step", "eval"};
+  if (search.enabled()) {
+    paths.push_back("search/scores/step");
+    for (const auto& c : kSearchColumns) paths.push_back("search/" + c);
+    for (const auto& c : kSearchScoreColumns) paths.push_back("search/scores/" + c);
+  }
   for (const auto& c : kTrainColumns) paths.push_back("train/" + c);
   for (const auto& c : kValColumns) paths.push_back("val/" + c);
   for (const auto& c : attention_columns(layers)) paths.push_back("attention/" + c);
@@ -478,6 +522,7 @@ RunStore RunStore::create(const std::string& path, const RunAttributes& attrs) {
       s.is_open = true;
       write_root_attributes(*s.file, attrs);
       create_schema(*s.file, attrs.heads);
+      if (attrs.search.enabled()) create_search_schema(*s.file, attrs.search);
       s.file->flush(H5F_SCOPE_GLOBAL);
       s.status = "running";
       s.start_live();
@@ -503,7 +548,7 @@ RunStore RunStore::open_existing(const std::string& path) {
     s.open_plain(/*clear_stale_marks=*/true);
     s.attrs = read_root_attributes(*s.file);
     add_missing_columns(*s.file);
-    require_schema(path, *s.file, s.attrs.heads.size());
+    require_schema(path, *s.file, s.attrs.heads.size(), s.attrs.search);
     s.status = read_string_attribute(*s.file, "status");
     convert_string_attributes(*s.file, s.attrs, s.status);
   });
@@ -517,6 +562,10 @@ RunStore RunStore::resume(const std::string& path, int64_t keep_through_step) {
     truncate_group(path, *s.file, "train", kTrainColumns, keep_through_step);
     truncate_group(path, *s.file, "val", kValColumns, keep_through_step);
     truncate_group(path, *s.file, "attention", attention_columns(s.attrs.heads.size()), keep_through_step);
+    if (s.attrs.search.enabled()) {
+      truncate_group(path, *s.file, "search", kSearchColumns, keep_through_step);
+      truncate_group(path, *s.file, "search/scores", kSearchScoreColumns, keep_through_step);
+    }
     write_string_attribute(*s.file, "status", "running", kStatusWidth);
     s.status = "running";
     s.file->flush(H5F_SCOPE_GLOBAL);
@@ -597,6 +646,49 @@ void RunStore::append_attention(int64_t step, const std::vector<std::vector<doub
   s.last_step = step;
 }
 
+void RunStore::append_search(const SearchRow& row) {
+  Impl& impl = open_impl();
+  const SearchLayout& layout = impl.attrs.search;
+  if (!layout.enabled())
+    throw Error("search rows for a run without /search", path_, "create the run with RunAttributes::search set");
+  const size_t L = static_cast<size_t>(layout.layers), K = layout.choices.size();
+  if (row.heads.size() != static_cast<size_t>(layout.slots) * L || row.weights.size() != L * K)
+    throw Error(fmt::format("a search row of {} head counts and {} weights; the run records {} x {} and {} x {}",
+                            row.heads.size(), row.weights.size(), layout.slots, L, L, K),
+                path_, "pass one count per slot and layer, one weight per layer and choice");
+  Series& s = impl.search;
+  impl.attempt("append to /search", kAppendFix, [&] {
+    impl.ensure_live();
+    hsize_t r = s.next_row(path_, "search", row.step);
+    write_row(s.column(0), r, row.heads.data(), H5::PredType::NATIVE_INT64);
+    write_row(s.column(1), r, row.weights.data(), H5::PredType::NATIVE_DOUBLE);
+    write_row(s.column(2), r, &row.temperature, H5::PredType::NATIVE_DOUBLE);
+    write_row(*s.step, r, &row.step, H5::PredType::NATIVE_INT64);
+  });
+  s.last_step = row.step;
+}
+
+void RunStore::append_search_scores(const SearchScoresRow& row) {
+  Impl& impl = open_impl();
+  const SearchLayout& layout = impl.attrs.search;
+  if (!layout.enabled())
+    throw Error("search scores for a run without /search", path_, "create the run with RunAttributes::search set");
+  const size_t L = static_cast<size_t>(layout.layers), K = layout.choices.size();
+  if (row.score.size() != L * K || row.choice.size() != L)
+    throw Error(fmt::format("search scores of {} values and {} choices; the run records {} x {} and {}",
+                            row.score.size(), row.choice.size(), L, K, L),
+                path_, "pass one score per layer and choice, one choice per layer");
+  Series& s = impl.search_scores;
+  impl.attempt("append to /search/scores", kAppendFix, [&] {
+    impl.ensure_live();
+    hsize_t r = s.next_row(path_, "search/scores", row.step);
+    write_row(s.column(0), r, row.score.data(), H5::PredType::NATIVE_DOUBLE);
+    write_row(s.column(1), r, row.choice.data(), H5::PredType::NATIVE_INT64);
+    write_row(*s.step, r, &row.step, H5::PredType::NATIVE_INT64);
+  });
+  s.last_step = row.step;
+}
+
 void RunStore::write_eval(const std::string& task, double acc, double acc_norm, int64_t n) {
   Impl& impl = open_impl();
   if (task.empty() || task == "." || task == ".." || task.find('/') != std::string::npos)
@@ -622,7 +714,9 @@ void RunStore::write_group(const std::string& path, const ResultGroup& group) {
   Impl& impl = open_impl();
   const size_t slash = path.find('/');
   const std::string top = path.substr(0, slash);
-  bool valid = (top == "attention" || top == "eval") && slash != std::string::npos && path.back() != '/';
+  const bool search = top == "search" && impl.attrs.search.enabled();
+  bool valid = (top == "attention" || top == "eval" || search) && slash != std::string::npos && path.back() != '/' &&
+               path != "search/scores";
   for (size_t start = 0; valid && start <= path.size();) {
     size_t end = std::min(path.find('/', start), path.size());
     std::string part = path.substr(start, end - start);
@@ -631,7 +725,8 @@ void RunStore::write_group(const std::string& path, const ResultGroup& group) {
   }
   if (!valid)
     throw Error(fmt::format("invalid result group '{}'", path), path_,
-                "name a group under attention/ or eval/, e.g. attention/heldout or eval/piqa");
+                "name a group under attention/ or eval/ (or a search run's search/), e.g. attention/heldout, "
+                "eval/piqa or search/ranking");
   const std::string leaf = path.substr(path.rfind('/') + 1);
   const std::string parent = path.substr(0, path.rfind('/'));
   for (size_t l = 0; l < impl.attrs.heads.size(); ++l)

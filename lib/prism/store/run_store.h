@@ -36,6 +36,25 @@
 
 namespace prism {
 
+// The /search series of a weight-sharing schedule search (search/), created with
+// the run; plain runs have none (slots 0). Per optimizer step:
+//   /search/step (n), /search/heads (n x slots*layers: the head counts each of
+//   the step's micro-batches ran with, row-major by slot), /search/weights
+//   (n x layers*choices: architecture weights, row-major by layer; NaN for a
+//   method without them), /search/temperature (n; NaN likewise).
+// At the validation cadence: /search/scores/step (m), /search/scores/score
+//   (m x layers*choices: per-layer scores of each head count, lower is better)
+//   and /search/scores/choice (m x layers: each layer's best count then).
+// The /search group's attributes: choices (int array), slots, layers, method.
+// The ranking at the end is a result group, /search/ranking (write_group).
+struct SearchLayout {
+  int slots = 0;              // micro-batches per step over all ranks; 0: no /search
+  int layers = 0;
+  std::vector<int> choices;   // the head counts a layer chooses from
+  std::string method;         // e.g. "spos", "mixture"
+  bool enabled() const { return slots > 0; }
+};
+
 struct RunAttributes {
   std::string config;        // resolved YAML text
   std::vector<int> heads;    // the schedule
@@ -45,6 +64,7 @@ struct RunAttributes {
   // The data's unigram baseline (prepare.json), nats per token: the loss of a model
   // that ignores context. NaN when unknown (llm.c's shards) or in an older file.
   double unigram_val_loss = std::numeric_limits<double>::quiet_NaN();
+  SearchLayout search{};     // a search run's /search series (read back from the file)
 };
 
 struct TrainRow {
@@ -61,6 +81,19 @@ struct ValRow {
   // the per-batch mean losses / sqrt(batches). Tokens within a batch are
   // correlated; batches are the honest unit. NaN with one batch, or in an older file.
   double loss_se = std::numeric_limits<double>::quiet_NaN();
+};
+
+struct SearchRow {
+  int64_t step = 0;
+  std::vector<int64_t> heads;    // slots x layers
+  std::vector<double> weights;   // layers x choices (NaN: none)
+  double temperature = std::numeric_limits<double>::quiet_NaN();
+};
+
+struct SearchScoresRow {
+  int64_t step = 0;
+  std::vector<double> score;     // layers x choices, lower is better
+  std::vector<int64_t> choice;   // layers: the head count chosen per layer
 };
 
 class RunStore {
@@ -80,9 +113,13 @@ class RunStore {
   // per_head[l][k]: mean distance of head k in layer l; D_l (the mean over
   // heads) is stored in /attention/distance, per head in /attention/layer_NN/distance.
   void append_attention(int64_t step, const std::vector<std::vector<double>>& per_head);
+  // A search run's rows (RunAttributes::search); throws prism::Error for a plain run
+  // or rows of the wrong width.
+  void append_search(const SearchRow& row);
+  void append_search_scores(const SearchScoresRow& row);
   void write_eval(const std::string& task, double acc, double acc_norm, int64_t n);
-  // Writes an analysis result whole at `path` ("attention/heldout", "eval/piqa", ...),
-  // under /attention or /eval. It is built under "<path>.partial" and only then
+  // Writes an analysis result whole at `path` ("attention/heldout", "eval/piqa",
+  // "search/ranking", ...), under /attention, /eval or (a search run's) /search. It is built under "<path>.partial" and only then
   // replaces an older group of that name, so a failure never leaves a half-written
   // result under the real name. The schema's own series cannot be replaced.
   void write_group(const std::string& path, const ResultGroup& group);

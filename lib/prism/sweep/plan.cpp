@@ -69,19 +69,24 @@ SlurmSettings parse_slurm(ConfigNode sl) {
   return out;
 }
 
-EstimateSettings parse_estimate(ConfigNode est) {
+}  // namespace
+
+EstimateSettings parse_estimate_section(ConfigNode est) {
   EstimateSettings out;
   out.tokens_per_s = est.get_real("tokens_per_s", 0, 0, 1e12);
   out.peak_flops = est.get_real("peak_flops", 0, 0, 1e20);
   out.mfu = est.get_real("mfu", 0, 0, 1);
   if ((out.peak_flops > 0) != (out.mfu > 0))
-    throw Error("sweep.estimate needs both peak_flops and mfu", est.where("mfu"),
+    throw Error(fmt::format("{} and {} go together: both or neither", est.key_path("peak_flops"), est.key_path("mfu")),
+                est.where("mfu"),
                 "state the device's peak FLOP/s and the utilisation you expect, e.g. {peak_flops: 989e12, mfu: 0.4}");
   out.device = est.get<std::string>("device", "");
   out.source = est.get<std::string>("source", "");
   est.finish();
   return out;
 }
+
+namespace {
 
 SweepSettings parse_settings(ConfigNode s, const std::string& default_name) {
   SweepSettings out;
@@ -94,7 +99,7 @@ SweepSettings parse_settings(ConfigNode s, const std::string& default_name) {
   s.raw("grid");  // read by parse_grid
   out.halving = parse_halving(s);
   out.slurm = parse_slurm(s.child("slurm"));
-  out.estimate = parse_estimate(s.child("estimate"));
+  out.estimate = parse_estimate_section(s.child("estimate"));
   s.finish();
   return out;
 }

@@ -65,6 +65,10 @@ struct EstimateSettings {
   std::string source;          // where the throughput comes from
 };
 
+class ConfigNode;
+// An `estimate:` section (sweep.estimate, search.estimate).
+EstimateSettings parse_estimate_section(ConfigNode section);
+
 struct SweepSettings {
   std::string name;            // default: the sweep file's stem
   bool baseline = true;

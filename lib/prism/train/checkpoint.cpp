@@ -25,6 +25,8 @@ torch::optim::AdamWParamState* adam_state(torch::optim::AdamW& opt, const torch:
   return static_cast<torch::optim::AdamWParamState*>(it->second.get());
 }
 
+const std::string kExtraPrefix = "extra.";
+
 std::string heads_text(const HeadSchedule& s) { return fmt::format("{}", fmt::join(s.heads(), ",")); }
 
 // The random streams a run draws from: the CPU generator (initialisation, CPU
@@ -42,7 +44,8 @@ std::vector<std::pair<std::string, at::Generator>> run_generators(GPT& model) {
 }  // namespace
 
 std::string save_checkpoint(const std::string& run_dir, GPT& model, torch::optim::AdamW& opt,
-                            const TrainerState& st, const std::string& config_yaml, int keep) {
+                            const TrainerState& st, const std::string& config_yaml, int keep,
+                            const CheckpointExtra* extra) {
   const fs::path root = fs::path(run_dir) / "checkpoints";
   const std::string name = fmt::format("step_{:06d}", st.step);
   const fs::path dir = root / name;
@@ -79,7 +82,12 @@ std::string save_checkpoint(const std::string& run_dir, GPT& model, torch::optim
                         {"best_val_step", st.best_val_step},
                         {"world_size", st.world_size},
                         {"adam_step", adam_step}};
-    save_safetensors((dir / "state.safetensors").string(), state, {{"format", kCheckpointFormat}, {"trainer_state", j.dump()}});
+    std::map<std::string, std::string> meta{{"format", kCheckpointFormat}, {"trainer_state", j.dump()}};
+    if (extra) {
+      for (const auto& t : extra->tensors) state.emplace_back(kExtraPrefix + t.first, t.second.detach().to(torch::kCPU));
+      meta["extra_state"] = extra->text;
+    }
+    save_safetensors((dir / "state.safetensors").string(), state, meta);
     write_file_atomic((root / "latest").string(), name + "\n");
   } catch (...) {
     // Leave the previous checkpoint in charge; remove the partial one.
@@ -95,7 +103,8 @@ std::string save_checkpoint(const std::string& run_dir, GPT& model, torch::optim
   return dir.string();
 }
 
-void load_checkpoint(const std::string& ckpt_dir, GPT& model, torch::optim::AdamW& opt, TrainerState& st) {
+void load_checkpoint(const std::string& ckpt_dir, GPT& model, torch::optim::AdamW& opt, TrainerState& st,
+                     CheckpointExtra* extra) {
   const std::string model_path = (fs::path(ckpt_dir) / "model.safetensors").string();
   const std::string state_path = (fs::path(ckpt_dir) / "state.safetensors").string();
   auto meta = load_safetensors(model_path).metadata;
@@ -105,6 +114,16 @@ void load_checkpoint(const std::string& ckpt_dir, GPT& model, torch::optim::Adam
                 model_path, "resume with the config the run was started with");
   load_weights(model, model_path);
   auto state = load_safetensors(state_path);
+  if (extra) {
+    auto it = state.metadata.find("extra_state");
+    if (it == state.metadata.end())
+      throw Error("the checkpoint has no extra state (it was saved by a run of another kind)", state_path,
+                  "resume it with the command that started it (prism train or prism search)");
+    extra->text = it->second;
+    extra->tensors.clear();
+    for (const auto& kv : state.tensors)
+      if (kv.first.rfind(kExtraPrefix, 0) == 0) extra->tensors.emplace_back(kv.first.substr(kExtraPrefix.size()), kv.second);
+  }
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(state.metadata.at("trainer_state"));

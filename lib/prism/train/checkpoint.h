@@ -16,6 +16,7 @@
 #include "prism/train/loader.h"
 #include "prism/model/gpt.h"
 #include "prism/store/checkpoint_reader.h"
+#include "prism/store/safetensors.h"
 
 namespace prism {
 
@@ -29,12 +30,24 @@ struct TrainerState {
   int world_size = 1;      // processes that trained it (resume may use another with the same global batch)
 };
 
+// State a run keeps beside the trainer's (a schedule search's architecture weights,
+// their optimizer moments, its sampler): tensors and a text (JSON), saved in
+// state.safetensors under "extra." and the "extra_state" metadata key.
+struct CheckpointExtra {
+  NamedTensors tensors;
+  std::string text;
+};
+
 // Saves a checkpoint for `state.step`; keeps the newest `keep` checkpoints.
 // Returns the checkpoint directory.
 std::string save_checkpoint(const std::string& run_dir, GPT& model, torch::optim::AdamW& opt,
-                            const TrainerState& state, const std::string& config_yaml, int keep = 2);
+                            const TrainerState& state, const std::string& config_yaml, int keep = 2,
+                            const CheckpointExtra* extra = nullptr);
 
-// Restores weights, optimizer moments, trainer state and RNG from `ckpt_dir`.
-void load_checkpoint(const std::string& ckpt_dir, GPT& model, torch::optim::AdamW& opt, TrainerState& state);
+// Restores weights, optimizer moments, trainer state and RNG from `ckpt_dir`,
+// and into `extra` (when given) what save_checkpoint was given as its extra.
+// Throws prism::Error when `extra` is asked for and the checkpoint has none.
+void load_checkpoint(const std::string& ckpt_dir, GPT& model, torch::optim::AdamW& opt, TrainerState& state,
+                     CheckpointExtra* extra = nullptr);
 
 }  // namespace prism

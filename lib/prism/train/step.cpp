@@ -34,7 +34,7 @@ WorkingCopies* working_copies_for(GPT& model, FusedAdamW* fused, const Execution
 }  // namespace
 
 StepResult optimizer_step(GPT& model, torch::optim::Optimizer& opt, const Execution& exec, const BatchSource& next,
-                          int64_t accum, double grad_clip, GradientSync* sync) {
+                          int64_t accum, double grad_clip, GradientSync* sync, const MicroBatchOptions& options) {
   auto* fused = dynamic_cast<FusedAdamW*>(&opt);
   WorkingCopies* copies = working_copies_for(model, fused, exec, sync);
   opt.zero_grad(true);
@@ -49,7 +49,7 @@ StepResult optimizer_step(GPT& model, torch::optim::Optimizer& opt, const Execut
     torch::Tensor loss;
     {
       AutocastScope autocast(exec);
-      loss = model->forward(x, y).loss;
+      loss = model->forward(x, y, options ? options(m) : ForwardOptions{}).loss;
     }
     if (sync) sync->prepare(m + 1 == accum);
     (loss / static_cast<double>(accum)).backward();

@@ -16,6 +16,8 @@
 namespace prism {
 
 using BatchSource = std::function<std::pair<torch::Tensor, torch::Tensor>()>;
+// The forward options of micro-batch m (0-based) of this step; unset: the defaults.
+using MicroBatchOptions = std::function<ForwardOptions(int64_t m)>;
 
 struct StepResult {
   double loss = 0;       // mean over micro-batches (NaN/inf if training diverged)
@@ -31,7 +33,11 @@ bool trains_on_working_copies(const torch::optim::Optimizer& opt, const Executio
 // gradient norm are finite, clips to `grad_clip` (0: no clipping) and steps the
 // optimizer. Otherwise the optimizer is not stepped, so the weights stay the
 // last good ones; callers check both numbers.
+// `options` gives each micro-batch's forward options (a schedule search runs each
+// under its own heads); tensors other than the model's that the loss depends on
+// (architecture weights) get their gradients too, and are left to their owner.
 StepResult optimizer_step(GPT& model, torch::optim::Optimizer& opt, const Execution& exec, const BatchSource& next,
-                          int64_t accum, double grad_clip, GradientSync* sync = nullptr);
+                          int64_t accum, double grad_clip, GradientSync* sync = nullptr,
+                          const MicroBatchOptions& options = nullptr);
 
 }  // namespace prism

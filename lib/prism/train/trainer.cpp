@@ -23,6 +23,7 @@
 #include "prism/train/optimizer.h"
 #include "prism/train/step.h"
 #include "prism/train/stop_signal.h"
+#include "prism/train/training_extension.h"
 
 namespace fs = std::filesystem;
 
@@ -156,10 +157,11 @@ struct ThroughputWindow {
 
 class Loop {
  public:
-  Loop(const Config& c, const TrainOptions& o) : c_(c), o_(o) {
+  Loop(const Config& c, const TrainOptions& o) : c_(c), o_(o), ext_(o.extension) {
     sum_.run_dir = o.run_dir;
     sum_.status = "completed";
     sum_.train_loss = std::nan("");
+    sum_.val_loss = std::nan("");
   }
 
   TrainSummary run();
@@ -182,7 +184,9 @@ class Loop {
   void train();
   void log_progress(const StepResult& r, double lr, double dt);
   void measure(int64_t step, bool force);
-  ValRow validate();
+  ValRow validate(const ForwardOptions& options, int64_t batches);
+  HeldOutLoss held_out_loss();
+  void finish_extension();
   std::vector<std::vector<double>> measure_distance();
   bool checkpoint_due(bool stop) const;
   void checkpoint();
@@ -193,6 +197,7 @@ class Loop {
 
   const Config& c_;
   const TrainOptions& o_;
+  TrainingExtension* ext_ = nullptr;
   std::shared_ptr<ProcessGroup> group_ = ProcessGroup::single();
   std::unique_ptr<GradientSync> sync_;  // world size > 1 only
   Execution exec_;
@@ -216,6 +221,7 @@ TrainSummary Loop::run() {
   const auto t0 = Clock::now();
   try {
     train();
+    if (sum_.status == "completed") finish_extension();
   } catch (const Error& e) {
     end_run("failed", e.what());
     group_->report_failure(e);  // the other ranks say why they stop (e.g. rank 0 could not save)
@@ -232,8 +238,14 @@ void Loop::train() {
     const auto t0 = Clock::now();
     const double lr = learning_rate(c_.train, st_.step);
     set_learning_rate(*opt_, lr);
+    MicroBatchOptions micro;
+    if (ext_) {
+      // Micro-batch m of rank r is slot m * world + r: the windows a single process reads as its micro-batch of that number.
+      const int64_t world = group_->world_size(), rank = group_->rank(), slots = shape_.accum * world;
+      micro = [&, world, rank, slots](int64_t m) { return ext_->micro_batch(st_.step, m * world + rank, slots); };
+    }
     const StepResult r = optimizer_step(model_, *opt_, exec_, [&] { return data_.train->next(); }, shape_.accum,
-                                        c_.train.grad_clip, sync_.get());
+                                        c_.train.grad_clip, sync_.get(), micro);
     if (r.diverged())
       return end_run("failed", fmt::format("training diverged at step {} (loss {}, gradient norm {}); stopped without "
                                            "applying or saving that step. The last good checkpoint is {}. Fix: lower "
@@ -242,6 +254,7 @@ void Loop::train() {
                                            last_checkpoint_.empty() ? "none" : last_checkpoint_));
     st_.step += 1;
     st_.tokens += shape_.step_tokens;
+    if (ext_) ext_->after_step(st_.step, store_ ? &*store_ : nullptr);
     const double dt = seconds_since(t0);
     st_.elapsed_s += dt;
     sum_.train_loss = r.loss;
@@ -293,6 +306,7 @@ void Loop::build() {
   model_ = GPT(c_.model, c_.schedule, attention::parse_backend(c_.attention.backend));
   model_->to(exec_.device);
   opt_ = make_adamw(*model_, c_.train);
+  if (ext_) ext_->attach(model_, exec_);
   data_ = open_data(c_, *group_, shape_.accum);
   unigram_ = describe_data(c_.data.dir).unigram_val_loss;
   if (o_.resume) resume();
@@ -319,7 +333,9 @@ void Loop::prepare_run_dir() {
 void Loop::resume() {
   auto ckpt = latest_checkpoint(o_.run_dir);
   if (!ckpt) throw Error("no checkpoint to resume from", o_.run_dir, "start the run without --resume");
-  load_checkpoint(*ckpt, model_, *opt_, st_);
+  CheckpointExtra extra;
+  load_checkpoint(*ckpt, model_, *opt_, st_, ext_ ? &extra : nullptr);
+  if (ext_) ext_->restore(extra);
   data_.train->restore(st_.loader);
   const int world = group_->world_size();
   if (group_->is_root()) store_.emplace(RunStore::resume((fs::path(o_.run_dir) / "run.h5").string(), st_.step));
@@ -334,6 +350,7 @@ void Loop::create_store() {
   RunAttributes attrs{config_yaml_, c_.schedule.heads(), c_.train.seed, PRISM_VERSION};
   attrs.world_size = group_->world_size();
   attrs.unigram_val_loss = unigram_;
+  if (ext_) attrs.search = ext_->store_layout(shape_.accum * group_->world_size());
   store_.emplace(RunStore::create((fs::path(o_.run_dir) / "run.h5").string(), attrs));
 }
 
@@ -341,6 +358,8 @@ void Loop::start_data_parallel() {
   // Identical starting weights everywhere (they already are when seeded alike; this makes it a fact).
   std::vector<torch::Tensor> params;
   for (auto& p : model_->parameters()) params.push_back(p);
+  if (ext_)
+    for (auto& p : ext_->parameters()) params.push_back(p);
   group_->broadcast(params);
   sync_ = std::make_unique<GradientSync>(group_, params);
 }
@@ -361,6 +380,7 @@ void Loop::log_start() const {
   if (group_->distributed())
     log(fmt::format("data parallel: {}; {} gradient bucket{} all-reduced during the backward", group_->describe(),
                     sync_->bucket_count(), sync_->bucket_count() == 1 ? "" : "s"));
+  if (ext_) log(ext_->describe());
   if (trains_on_working_copies(*opt_, exec_))
     log(fmt::format("weights: bf16 working copies of the matmul weights, written by the AdamW kernel (Highway {}){}",
                     adamw_cpu_target(), group_->distributed() ? "; their gradients averaged in fp32" : ""));
@@ -382,7 +402,7 @@ void Loop::log_progress(const StepResult& r, double lr, double dt) {
 void Loop::measure(int64_t step, bool force) {
   const bool last = step == c_.train.max_steps;
   if ((c_.train.eval_every > 0 && step % c_.train.eval_every == 0) || last || force) {
-    ValRow row = validate();
+    ValRow row = validate(ext_ ? ext_->validation() : ForwardOptions{}, data_.val_batches);
     row.step = step;
     const double v = row.loss;
     if (store_) store_->append_val(row);
@@ -395,6 +415,7 @@ void Loop::measure(int64_t step, bool force) {
                     std::isnan(row.loss_se) ? "" : fmt::format(" ± {:.4f}", row.loss_se),
                     st_.best_val_step == step ? " (best)" : "",
                     std::isnan(unigram_) ? "" : fmt::format(" | unigram {:.4f}", unigram_)));
+    if (ext_) ext_->measure(step, held_out_loss(), store_ ? &*store_ : nullptr);
   }
   if ((c_.train.distance_every > 0 && step % c_.train.distance_every == 0) || last || force) {
     auto d = measure_distance();
@@ -402,26 +423,27 @@ void Loop::measure(int64_t step, bool force) {
   }
 }
 
-// The validation loss and its standard error over batches (ValRow::loss_se), at this step.
-ValRow Loop::validate() {
+// The loss and its standard error over batches (ValRow::loss_se) on the first
+// `batches` validation batches under `options`, at this step.
+ValRow Loop::validate(const ForwardOptions& options, int64_t batches) {
   torch::NoGradGuard ng;
   model_->eval();
   data_.val->reset();
   double sum = 0, sum_sq = 0;  // of the per-batch mean losses
   auto add = [&](torch::Tensor x, torch::Tensor y) {
     AutocastScope autocast(exec_);
-    const double l = model_->forward(x.to(exec_.device), y.to(exec_.device)).loss.item<double>();
+    const double l = model_->forward(x.to(exec_.device), y.to(exec_.device), options).loss.item<double>();
     sum += l;
     sum_sq += l * l;
   };
   if (!group_->distributed()) {
-    for (int64_t b = 0; b < data_.val_batches; ++b) {
+    for (int64_t b = 0; b < batches; ++b) {
       auto [x, y] = data_.val->next();
       add(x, y);
     }
   } else {
     // Rank r takes batches r, r + world, ...; the sums over ranks are the 1-process sums.
-    for (int64_t b = group_->rank(); b < data_.val_batches; b += group_->world_size()) {
+    for (int64_t b = group_->rank(); b < batches; b += group_->world_size()) {
       LoaderState at = data_.val->state();
       at.epoch = 0;
       at.position = static_cast<uint64_t>(b);
@@ -435,10 +457,23 @@ ValRow Loop::validate() {
     sum = sums[0].item<double>();
     sum_sq = sums[1].item<double>();
   }
-  const auto n = static_cast<double>(data_.val_batches);
+  const auto n = static_cast<double>(batches);
   ValRow row{st_.step, st_.tokens, sum / n};
   if (n > 1) row.loss_se = std::sqrt(std::max(0.0, (sum_sq - sum * sum / n) / (n - 1)) / n);
   return row;
+}
+
+// validate() for the extension: at most the validation set's batches.
+HeldOutLoss Loop::held_out_loss() {
+  return [this](const ForwardOptions& options, int64_t batches) {
+    return validate(options, batches > 0 ? std::min(batches, data_.val_batches) : data_.val_batches);
+  };
+}
+
+// The extension's results once training is complete; a failure fails the run.
+void Loop::finish_extension() {
+  if (!ext_ || st_.step < c_.train.max_steps) return;
+  ext_->finish(held_out_loss(), store_ ? &*store_ : nullptr, o_.run_dir, group_->is_root());
 }
 
 // Per layer, the per-head mean of the distance over the fixed batch, from a
@@ -485,7 +520,10 @@ bool Loop::checkpoint_due(bool stop) const {
 
 void Loop::checkpoint() {
   st_.loader = data_.train->state();
-  if (group_->is_root()) last_checkpoint_ = save_checkpoint(o_.run_dir, model_, *opt_, st_, config_yaml_);
+  CheckpointExtra extra;
+  if (ext_) extra = ext_->state();
+  if (group_->is_root())
+    last_checkpoint_ = save_checkpoint(o_.run_dir, model_, *opt_, st_, config_yaml_, 2, ext_ ? &extra : nullptr);
   else last_checkpoint_ = (fs::path(o_.run_dir) / "checkpoints" / fmt::format("step_{:06d}", st_.step)).string();
 }
 
@@ -543,6 +581,14 @@ TrainSummary Loop::summarize(double wall_s) {
   sum.wall_s = wall_s;
   sum.tokens_per_s = st_.elapsed_s > 0 ? static_cast<double>(st_.tokens) / st_.elapsed_s : 0;
   sum.checkpoint = last_checkpoint_;
+  if (sum.status == "completed" && std::isnan(sum.train_loss) && std::isnan(sum.val_loss)) {
+    // A finished run resumed: no step and no validation ran in this process.
+    log(fmt::format("completed: the run was already at step {} of {}; nothing left to train | best val loss {:.4f} at step {} "
+                    "| run {} | checkpoint {}",
+                    sum.steps, c_.train.max_steps, sum.best_val_loss, sum.best_val_step, o_.run_dir,
+                    last_checkpoint_.empty() ? "none" : last_checkpoint_));
+    return sum;
+  }
   log(fmt::format("{}: {} steps, {} tokens in {} ({} tok/s) | train loss {:.4f} | val loss {:.4f} (best {:.4f} at step {}{}) | "
                   "run {} | checkpoint {}",
                   sum.status, sum.steps, format_count(static_cast<double>(sum.tokens)), format_duration(st_.elapsed_s),

@@ -10,11 +10,16 @@
 
 namespace prism {
 
+class TrainingExtension;
+
 struct TrainOptions {
   std::string run_dir;            // where config.yaml, run.h5 and checkpoints/ live
   bool resume = false;            // continue from the newest checkpoint in run_dir
   bool force = false;             // replace an existing run in run_dir
   std::function<void(const std::string&)> log;  // progress lines (default: stdout)
+  // What the run adds to plain training (training_extension.h), e.g. a schedule
+  // search; not owned, alive for the call. nullptr: plain training.
+  TrainingExtension* extension = nullptr;
 };
 
 struct TrainSummary {

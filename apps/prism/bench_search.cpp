@@ -1,0 +1,214 @@
+// prism bench search: the time of a weight-sharing schedule search against plain
+// training of the same model, side by side in one process: training steps of
+// plain training and of each search method take turns (so load from other
+// processes falls on all alike), then each search's ranking of its space and its
+// per-validation work are timed once, and one search run is projected against
+// one plain run of train.max_steps steps.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+#include <iostream>
+#include <thread>
+
+#include "bench.h"
+#include "cli.h"
+#include "prism/data/dataset.h"
+#include "prism/error.h"
+#include "prism/search/schedule_search.h"
+#include "prism/search/search_plan.h"
+#include "prism/train/optimizer.h"
+
+namespace prism::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+// One model in training on random tokens: plain, or under a search method.
+struct Arm {
+  Arm(const SearchPlan& plan, std::optional<SearchMethod> method, const Execution& exec, int64_t accum)
+      : model(nullptr), exec(exec), accum(accum) {
+    torch::manual_seed(0);
+    const Config& c = plan.config;
+    model = GPT(c.model, c.schedule, attention::parse_backend(c.attention.backend));
+    opt = make_adamw(*model, c.train);
+    next = random_token_batches(c.model.vocab_size, c.train.batch_size, c.train.seq_len, 1);
+    if (method) {
+      search_plan = plan;
+      search_plan.settings.method = *method;
+      search.emplace(search_plan, [](const std::string&) {});
+      search->attach(model, exec);
+    }
+  }
+  Arm(const Arm&) = delete;
+
+  void step() {
+    MicroBatchOptions micro;
+    if (search) micro = [this](int64_t m) { return search->micro_batch(steps, m, accum); };
+    optimizer_step(model, *opt, exec, next, accum, 1.0, nullptr, micro);
+    steps += 1;
+    if (search) search->after_step(steps, nullptr);
+  }
+
+  GPT model;
+  Execution exec;
+  int64_t accum;
+  std::unique_ptr<torch::optim::AdamW> opt;
+  BatchSource next;
+  SearchPlan search_plan;
+  std::optional<ScheduleSearch> search;
+  int64_t steps = 0;
+};
+
+// The held-out loss on `batches` fixed random batches, as the trainer's validation computes it.
+HeldOutLoss random_held_out(GPT& model, const Execution& exec, const TrainConfig& t, int64_t max_batches) {
+  auto gen = random_token_batches(model->config().vocab_size, t.batch_size, t.seq_len, 99);
+  auto fixed = std::make_shared<std::vector<std::pair<torch::Tensor, torch::Tensor>>>();
+  for (int64_t b = 0; b < max_batches; ++b) fixed->push_back(gen());
+  return [&model, exec, fixed](const ForwardOptions& options, int64_t batches) {
+    torch::NoGradGuard ng;
+    model->eval();
+    const int64_t n = batches > 0 ? std::min<int64_t>(batches, static_cast<int64_t>(fixed->size()))
+                                  : static_cast<int64_t>(fixed->size());
+    double sum = 0;
+    for (int64_t b = 0; b < n; ++b) {
+      AutocastScope autocast(exec);
+      sum += model->forward((*fixed)[static_cast<size_t>(b)].first, (*fixed)[static_cast<size_t>(b)].second, options)
+                 .loss.item<double>();
+    }
+    ValRow r;
+    r.loss = sum / static_cast<double>(n);
+    return r;
+  };
+}
+
+const char* kUsage =
+    "SEARCH.yaml [key=value ...] [options]\n\n"
+    "Times a weight-sharing schedule search against plain training of the same model and\n"
+    "config, in one process on random tokens: training steps of plain training and of each\n"
+    "search method (--methods) take turns, step by step, after warm-up; then each method's\n"
+    "ranking of the search file's space and the work it adds at each validation are timed\n"
+    "once on its trained-so-far model. Prints per-step times, ratios to plain training (the\n"
+    "median of the paired step-time ratios), and one search run projected against one plain\n"
+    "run of train.max_steps steps: (steps x search step + validations x their extra work +\n"
+    "ranking) / (steps x plain step). Progress goes to stderr.";
+
+int run(const std::vector<std::string>& args) {
+  return guarded("bench search", [&]() -> int {
+    po::options_description o("Options");
+    o.add_options()
+        ("search", po::value<std::string>(), "search file")
+        ("set", po::value<std::vector<std::string>>()->composing(), "key=value overrides (positional)")
+        ("methods", po::value<std::string>()->default_value("spos,mixture"), "search methods to time: spos, mixture or both")
+        ("steps", po::value<int>()->default_value(20), "timed steps per arm")
+        ("warmup", po::value<int>()->default_value(3), "untimed warm-up steps per arm")
+        ("threads", po::value<int>()->default_value(0), "intra-op threads (0: the config's train.threads)");
+    po::positional_options_description pos;
+    pos.add("search", 1).add("set", -1);
+    po::variables_map vm;
+    if (!parse("bench search", kUsage, o, pos, args, vm)) return 0;
+    if (!vm.count("search"))
+      throw Error("no search file given", "prism bench search", "e.g. prism bench search experiments/search/cpu-128.yaml");
+    std::vector<std::string> overrides;
+    if (vm.count("set")) overrides = vm["set"].as<std::vector<std::string>>();
+    SearchPlan plan = plan_search(vm["search"].as<std::string>(), overrides);
+    resolve_data_settings(plan.config);  // the vocabulary follows the data, as in a run
+    TrainConfig& t = plan.config.train;
+    if (vm["threads"].as<int>() > 0) t.threads = vm["threads"].as<int>();
+    const Execution exec = resolve_execution(t);
+    const int steps = vm["steps"].as<int>(), warmup = vm["warmup"].as<int>();
+    if (steps < 1 || warmup < 0) throw Error("--steps must be at least 1 and --warmup at least 0", "prism bench search", "e.g. --steps 20");
+    std::vector<SearchMethod> methods;
+    const std::string m = vm["methods"].as<std::string>();
+    if (m.find("spos") != std::string::npos) methods.push_back(SearchMethod::SinglePath);
+    if (m.find("mixture") != std::string::npos) methods.push_back(SearchMethod::Mixture);
+    if (methods.empty()) throw Error("unknown --methods " + m, "prism bench search", "use spos, mixture or spos,mixture");
+    const int64_t micro = t.batch_size * t.seq_len;
+    const int64_t accum = t.tokens_per_step > 0 ? t.tokens_per_step / micro : 1;
+
+    std::cout << "prism bench search: a search's training steps, per-validation work and ranking against plain "
+                 "training steps of the same model\n";
+    std::cout << "machine: " << machine_description() << " | " << exec.describe() << "\n";
+    std::cout << fmt::format("model: {} layers x {}, vocab {}, {} micro-batch{} of {}x{} per step, attention {}; "
+                             "plain training under {}\n",
+                             plan.config.model.n_layer, plan.config.model.d_model, plan.config.model.vocab_size, accum,
+                             accum == 1 ? "" : "es", t.batch_size, t.seq_len, plan.config.attention.backend,
+                             plan.config.schedule.compact());
+    std::cout << fmt::format("space: {}\n", plan.space.describe());
+
+    std::vector<std::unique_ptr<Arm>> arms;
+    arms.push_back(std::make_unique<Arm>(plan, std::nullopt, exec, accum));
+    for (SearchMethod sm : methods) arms.push_back(std::make_unique<Arm>(plan, sm, exec, accum));
+    auto name = [&](size_t i) { return i == 0 ? std::string("plain training") : fmt::format("search, {}", method_name(methods[i - 1])); };
+    std::cerr << fmt::format("bench search: {} warm-up + {} timed steps of {} arms, taking turns ...\n", warmup, steps,
+                             arms.size());
+    for (int i = 0; i < warmup; ++i)
+      for (auto& a : arms) a->step();
+    std::vector<std::vector<double>> times(arms.size());
+    auto last = Clock::now();
+    for (int i = 0; i < steps; ++i) {
+      for (size_t a = 0; a < arms.size(); ++a) {
+        const auto t0 = Clock::now();
+        arms[a]->step();
+        times[a].push_back(seconds_since(t0));
+      }
+      if (seconds_since(last) > 10) {
+        last = Clock::now();
+        std::cerr << fmt::format("bench search: timed step {}/{}\n", i + 1, steps);
+      }
+    }
+    const double plain = std::accumulate(times[0].begin(), times[0].end(), 0.0) / steps;
+    const int64_t max_steps = t.max_steps;
+    const double validations = t.eval_every > 0 ? std::floor(static_cast<double>(max_steps) / t.eval_every) + 1 : 2;
+    std::cout << fmt::format("\n{:<22} {:>12} {:>10} {:>14} {:>14} {:>16}\n", "arm", "step (ms)", "vs plain",
+                             "per valid. (s)", "ranking (s)", fmt::format("run of {} steps", max_steps));
+    std::cout << fmt::format("{:<22} {:>12.1f} {:>10} {:>14} {:>14} {:>16}\n", name(0), 1e3 * plain, "1.00x", "-", "-",
+                             "1.00x");
+    std::vector<std::string> notes;
+    for (size_t a = 1; a < arms.size(); ++a) {
+      Arm& arm = *arms[a];
+      std::vector<double> ratios;
+      for (int i = 0; i < steps; ++i) ratios.push_back(times[a][static_cast<size_t>(i)] / times[0][static_cast<size_t>(i)]);
+      const double mean = std::accumulate(times[a].begin(), times[a].end(), 0.0) / steps;
+      const auto& rk = plan.settings.rank;
+      const int64_t held_out = std::max<int64_t>({rk.batches, rk.probe_batches, int64_t{1}});
+      const HeldOutLoss loss = random_held_out(arm.model, exec, t, held_out);
+      std::cerr << fmt::format("bench search: {}: timing the work at one validation and the ranking ...\n", name(a));
+      auto t0 = Clock::now();
+      arm.search->measure(arm.steps, loss, nullptr);
+      const double per_validation = seconds_since(t0);
+      t0 = Clock::now();
+      arm.search->finish(loss, nullptr, "", /*root=*/false);
+      const double ranking = seconds_since(t0);
+      const double run_ratio = (static_cast<double>(max_steps) * mean + validations * per_validation + ranking) /
+                               (static_cast<double>(max_steps) * plain);
+      std::cout << fmt::format("{:<22} {:>12.1f} {:>9.3f}x {:>14.2f} {:>14.1f} {:>15.3f}x\n", name(a), 1e3 * mean,
+                               median(ratios), per_validation, ranking, run_ratio);
+      notes.push_back(fmt::format("{}: the ranking evaluated {} schedules exactly{}", name(a), arm.search->ranking()->ranked.size(),
+                                  arm.search->ranking()->probes > 0
+                                      ? fmt::format(" and {} probes", arm.search->ranking()->probes)
+                                      : std::string()));
+    }
+    std::cout << "\n";
+    for (const auto& n : notes) std::cout << n << "\n";
+    std::cout << fmt::format(
+        "vs plain: median over the {} timed steps of the paired step-time ratios (the arms take turns). run of {} steps: "
+        "({} x the mean search step + {:.0f} validations x their extra work + the ranking) / ({} x the mean plain "
+        "step); validation itself, the same in both, is left out.\n",
+        steps, max_steps, max_steps, validations, max_steps);
+    return 0;
+  });
+}
+
+const BenchRegistration reg{{"search", "a schedule search's steps, validations and ranking against plain training steps", run}};
+
+}  // namespace
+}  // namespace prism::cli

@@ -1,0 +1,56 @@
+#pragma once
+// Does a search find what a grid finds? The evidence a schedule search is judged
+// by, from a ground truth (a sweep that trained schedules from scratch with
+// paired seeds) and independent searches that ranked the same schedules:
+//   - the ground truth: each schedule's mean final validation loss over its
+//     seeds; its difference to the best schedule paired by seed (same initial
+//     weights and data order), with a Student-t interval; the top band: the
+//     schedules whose interval against the best contains 0 (the best included);
+//     the spread (worst mean - best mean) against the paired half-width of worst
+//     vs best;
+//   - each search: Kendall's tau-b between its held-out loss under the shared
+//     weights and the ground truth's means, over the ground truth's schedules;
+//     for a mixture, also tau of its architecture estimate; its pick (the best
+//     it evaluated, under rules 1-3 or unconstrained), trained from scratch with
+//     the ground truth's seeds (a ground-truth trial when the pick is one of its
+//     schedules: same config and seed, the same run), and whether it falls in
+//     the top band; its compute (search.h's cost model) and that of retraining
+//     the pick, as a share of the ground-truth grid's;
+//   - the interval of tau over the searches of each method;
+//   - baselines at the same compute as a search plus retraining: random search
+//     (b schedules of the ground truth, b the budget in whole runs, one seed
+//     each, the best by its loss; exact over every subset and seed) and
+//     successive halving (sweeps over the ground truth's schedules).
+#include <string>
+#include <vector>
+
+#include "prism/analysis/table.h"
+
+namespace prism {
+
+struct EvidenceOptions {
+  std::string ground_truth;              // sweep directory (summary.csv)
+  std::vector<std::string> searches;     // prism search run directories
+  std::vector<std::string> retrained;    // sweep directories with picks outside the ground truth, trained from scratch
+  std::vector<std::string> halving;      // successive-halving sweep directories over the ground truth's schedules
+  std::string pick = "unconstrained";    // which pick is retrained: decoded (rules 1-3) | unconstrained
+  double confidence = 0.95;
+};
+
+struct Evidence {
+  Table ground_truth;   // per schedule: seeds, mean, paired difference to the best and its interval, top band
+  Table searches;       // per search: method, seed, tau, pick, pick's paired difference and band, compute shares
+  Table methods;        // per method: tau's mean and interval over searches, picks in band, compute
+  Table baselines;      // random search and halving at the same compute
+  std::string markdown; // the tables with the four targets, met or missed, and by how much
+  std::vector<std::string> notes;
+};
+
+// Throws prism::Error naming the directory and the fix for missing or unusable input.
+Evidence evaluate_search(const EvidenceOptions& options);
+
+// Writes report.md's tables as CSVs (ground_truth.csv, searches.csv, methods.csv,
+// baselines.csv) and the markdown as evidence.md into `dir`.
+void write_evidence(const Evidence& e, const std::string& dir);
+
+}  // namespace prism

@@ -1,0 +1,164 @@
+#include "prism/search/results.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "prism/analysis/table.h"
+#include "prism/atomic_file.h"
+#include "prism/store/run_store.h"
+
+namespace fs = std::filesystem;
+
+namespace prism {
+
+namespace {
+
+std::string guidelines_text(const RankedSchedule& r) {
+  std::vector<std::string> parts;
+  for (const auto& f : r.guidelines) parts.push_back(f.describe());
+  return fmt::format("{}", fmt::join(parts, "; "));
+}
+
+std::string pick(const Ranking& r, int index) {
+  return index < 0 ? std::string() : r.ranked[static_cast<size_t>(index)].schedule.compact();
+}
+
+std::string number(double v, const char* format = "{:.4f}") {
+  return std::isfinite(v) ? fmt::format(fmt::runtime(format), v) : std::string("-");
+}
+
+}  // namespace
+
+ResultGroup ranking_group(const SearchPlan& plan, const Ranking& r) {
+  ResultGroup g;
+  const auto n = static_cast<uint64_t>(r.ranked.size());
+  const auto L = static_cast<uint64_t>(plan.space.layers());
+  std::vector<int32_t> heads;
+  std::vector<double> loss, se, est;
+  std::vector<int64_t> rules;
+  std::vector<std::string> guidelines, why;
+  for (const auto& e : r.ranked) {
+    heads.insert(heads.end(), e.schedule.heads().begin(), e.schedule.heads().end());
+    loss.push_back(e.loss);
+    se.push_back(e.loss_se);
+    est.push_back(e.estimate);
+    rules.push_back(e.hard_rules ? 1 : 0);
+    guidelines.push_back(guidelines_text(e));
+    why.push_back(e.why);
+  }
+  g.set_int32("heads", {n, L}, heads);
+  g.set_real("loss", {n}, loss);
+  g.set_real("loss_se", {n}, se);
+  g.set_real("estimate", {n}, est);
+  g.set_integer("hard_rules", {n}, rules);
+  g.set_strings("guidelines", {n}, guidelines);
+  g.set_strings("why", {n}, why);
+  if (r.scores) {
+    const auto K = static_cast<uint64_t>(r.scores->choices.size());
+    g.set_real("scores", {L, K}, r.scores->score);
+    std::vector<int32_t> choices(r.scores->choices.begin(), r.scores->choices.end());
+    g.set_int32("choices", {K}, choices);
+  }
+  g.text["decoded"] = pick(r, r.decoded);
+  g.text["unconstrained"] = pick(r, r.unconstrained);
+  g.text["all_rules"] = pick(r, r.all_rules);
+  g.text["method"] = method_name(plan.settings.method);
+  g.text["space"] = plan.space.describe();
+  g.numbers["space_size"] = r.space_size;
+  g.numbers["batches"] = static_cast<double>(r.batches);
+  g.numbers["probes"] = static_cast<double>(r.probes);
+  g.numbers["probe_batches"] = static_cast<double>(r.probe_batches);
+  g.numbers["estimate_tau"] = r.estimate_tau;
+  return g;
+}
+
+std::string ranking_csv(const Ranking& r) {
+  Table t;
+  t.columns = {"rank", "schedule", "heads", "loss", "loss_se", "estimate", "hard_rules", "guidelines", "why"};
+  for (size_t i = 0; i < r.ranked.size(); ++i) {
+    const auto& e = r.ranked[i];
+    t.add({static_cast<int64_t>(i + 1), e.schedule.compact(), fmt::format("{}", fmt::join(e.schedule.heads(), " ")), e.loss,
+           e.loss_se, e.estimate, static_cast<int64_t>(e.hard_rules), guidelines_text(e), e.why});
+  }
+  return to_csv(t);
+}
+
+std::string top_sweep_yaml(const SearchPlan& plan, const Ranking& r) {
+  std::vector<HeadSchedule> top;
+  for (const auto& e : r.ranked)
+    if (e.hard_rules && std::isfinite(e.loss) && static_cast<int>(top.size()) < plan.settings.top) top.push_back(e.schedule);
+  if (top.empty()) return "";
+  YAML::Node root = YAML::Load(to_yaml(plan.config));
+  YAML::Node sweep;
+  sweep["name"] = plan.settings.name + "-top";
+  sweep["baseline"] = true;
+  YAML::Node grid;
+  for (const auto& s : top) {
+    YAML::Node heads(YAML::NodeType::Sequence);
+    for (int h : s.heads()) heads.push_back(h);
+    heads.SetStyle(YAML::EmitterStyle::Flow);
+    grid["schedule.heads"].push_back(heads);
+  }
+  for (uint64_t seed : plan.settings.seeds) grid["train.seed"].push_back(seed);
+  grid["train.seed"].SetStyle(YAML::EmitterStyle::Flow);
+  sweep["grid"] = grid;
+  root["sweep"] = sweep;
+  YAML::Emitter out;
+  out << root;
+  return fmt::format(
+      "# The best {} schedule{} (rules 1-3) of search {} ({}), ranked by their held-out loss under the\n"
+      "# shared weights, to train from scratch with seeds {}, and the uniform baseline. Written by prism search:\n"
+      "#   prism sweep {{this file}} --dry-run\n{}\n",
+      top.size(), top.size() == 1 ? "" : "s", plan.settings.name, plan.space.describe(), fmt::join(plan.settings.seeds, ", "),
+      out.c_str());
+}
+
+void write_search_results(const SearchPlan& plan, const Ranking& r, const std::string& run_dir, RunStore* store) {
+  if (store) store->write_group("search/ranking", ranking_group(plan, r));
+  write_file_atomic((fs::path(run_dir) / "ranking.csv").string(), ranking_csv(r));
+  const std::string top = top_sweep_yaml(plan, r);
+  if (!top.empty()) write_file_atomic((fs::path(run_dir) / "top.yaml").string(), top);
+}
+
+std::string format_ranking(const SearchPlan& plan, const Ranking& r, const std::string& run_dir) {
+  std::string s = fmt::format("ranking of {} ({}): {} schedules evaluated exactly under the shared weights, on {} held-out "
+                              "batches each",
+                              plan.space.describe(), method_name(plan.settings.method), r.ranked.size(), r.batches);
+  if (r.probes > 0)
+    s += fmt::format("; per-layer scores fitted to {} random schedules on {} batches", r.probes, r.probe_batches);
+  else if (r.scores)
+    s += "; per-layer scores from the architecture weights (-log p)";
+  if (std::isfinite(r.estimate_tau)) s += fmt::format("; Kendall tau of estimate vs exact {:.2f}", r.estimate_tau);
+  s += "\n";
+  s += fmt::format("  {:>4}  {:<22}  {:>8}  {:>7}  {:>9}  {:<9}  {}\n", "rank", "schedule", "loss", "± se", "estimate",
+                   "rules 1-3", "guidelines 4-6");
+  const size_t show = std::min<size_t>(r.ranked.size(), 20);
+  for (size_t i = 0; i < show; ++i) {
+    const auto& e = r.ranked[i];
+    s += fmt::format("  {:>4}  {:<22}  {:>8}  {:>7}  {:>9}  {:<9}  {}\n", i + 1, e.schedule.compact(), number(e.loss),
+                     number(e.loss_se), number(e.estimate), e.hard_rules ? "yes" : "no",
+                     e.guidelines.empty() ? "follows all" : fmt::format("{} finding(s)", e.guidelines.size()));
+  }
+  if (show < r.ranked.size()) s += fmt::format("  ... {} more in ranking.csv\n", r.ranked.size() - show);
+  auto describe_pick = [&](const char* what, int index) {
+    if (index < 0) return fmt::format("{}: none evaluated\n", what);
+    const auto& e = r.ranked[static_cast<size_t>(index)];
+    std::string line = fmt::format("{}: {} {} (loss {})", what, e.schedule.compact(), e.schedule.list(), number(e.loss));
+    if (e.guidelines.empty()) return line + ", follows guidelines 4-6\n";
+    for (const auto& f : e.guidelines) line += "\n    guideline " + f.describe();
+    return line + "\n";
+  };
+  s += describe_pick("decoded (rules 1-3)", r.decoded);
+  s += describe_pick("unconstrained", r.unconstrained);
+  if (r.all_rules != r.decoded) s += describe_pick("best following all six rules", r.all_rules);
+  s += fmt::format("ranking: {}/ranking.csv and {}/run.h5 /search/ranking\n", run_dir, run_dir);
+  if (!top_sweep_yaml(plan, r).empty())
+    s += fmt::format("train the top schedules from scratch: prism sweep {}/top.yaml\n", run_dir);
+  return s;
+}
+
+}  // namespace prism

@@ -1,0 +1,35 @@
+#pragma once
+// What a search leaves behind once it has ranked its space:
+//   - run.h5 /search/ranking: per evaluated schedule `heads` (n x L), `loss`,
+//     `loss_se`, `estimate`, `hard_rules` (0/1), `guidelines` and `why` (text);
+//     the per-layer `scores` (L x K) and `choices` (K) when an additive model was
+//     used; attributes `decoded`, `unconstrained`, `all_rules` (compact forms),
+//     `method`, `space`, `batches`, `probes`, `estimate_tau`;
+//   - ranking.csv: the same table, best first;
+//   - top.yaml: a sweep file that trains the best `top` schedules obeying rules
+//     1-3 (and the uniform baseline) from scratch with the search's `seeds`:
+//     `prism sweep RUN_DIR/top.yaml`.
+// Files are written whole under a temporary name, then renamed.
+#include <string>
+
+#include "prism/search/ranking.h"
+#include "prism/search/search_plan.h"
+#include "prism/store/result_group.h"
+
+namespace prism {
+
+class RunStore;
+
+ResultGroup ranking_group(const SearchPlan& plan, const Ranking& ranking);
+std::string ranking_csv(const Ranking& ranking);
+// The sweep file of the top schedules, or "" when none obeys rules 1-3.
+std::string top_sweep_yaml(const SearchPlan& plan, const Ranking& ranking);
+
+// Writes the three; `store` may be null (then only the files).
+void write_search_results(const SearchPlan& plan, const Ranking& ranking, const std::string& run_dir, RunStore* store);
+
+// The ranking as printed at the end of a search: the table, the decoded and
+// unconstrained picks with their guidelines, and what to run next.
+std::string format_ranking(const SearchPlan& plan, const Ranking& ranking, const std::string& run_dir);
+
+}  // namespace prism

@@ -1,0 +1,319 @@
+// prism search end to end on synthetic shards: one shared model trained over a
+// space of schedules, its state per step in run.h5, the ranking and top.yaml;
+// exact resume after kill -9; 2 data-parallel processes equal to 1; every CPU
+// attention back end; --dry-run's cost against the grid's.
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "prism/search/search.h"
+#include "prism/search/space.h"
+#include "prism/sweep/plan.h"
+#include "support.h"
+#include "train/rank_launch.h"
+#include "train/run_compare.h"
+
+using namespace prism;
+using namespace prism::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A 2-layer model searching any of {1, 2, 4, 8} heads per layer (16 schedules): more than
+// exact_limit, so the ranking probes per-layer scores and re-evaluates the best exactly.
+std::string search_text(const std::string& data_dir, const std::string& method, int steps) {
+  return fmt::format(
+      "model: {{preset: test-tiny, vocab_size: 50257}}\n"
+      "train: {{batch_size: 4, seq_len: 32, tokens_per_step: 256, max_steps: {}, lr: 3.0e-3, warmup_steps: 2,\n"
+      "        eval_every: 4, eval_tokens: 512, distance_every: 0, distance_batch: 2, checkpoint_every: 4,\n"
+      "        log_every: 2, threads: 1, dtype: fp32}}\n"
+      "data: {{dir: {}}}\n"
+      "search:\n"
+      "  method: {}\n"
+      "  space: {{heads: [1, 2, 4, 8]}}\n"
+      "  mixture: {{lr: 0.05, tau: [1.0, 0.1], start: 0.0}}\n"
+      "  rank: {{batches: 2, exact_limit: 4, probe_batches: 1, candidates: 3, schedules: [[4, 4], [8, 1]],\n"
+      "         progress_probes: 8}}\n"
+      "  top: 2\n"
+      "  seeds: [0, 1]\n",
+      steps, data_dir, method);
+}
+
+struct Fixture {
+  TempDir dir{"prism-search"};
+  std::string shards = dir.file("shards");
+  Fixture() {
+    auto r = run_reference("make_shards.py", shards);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+  }
+  std::string file(const std::string& method, int steps = 8) {
+    const std::string path = dir.file(fmt::format("search-{}-{}.yaml", method, steps));
+    write_file(path, search_text(shards, method, steps));
+    return path;
+  }
+};
+
+std::vector<std::vector<double>> rows(const nlohmann::json& run, const std::string& key) {
+  return run["datasets"][key].get<std::vector<std::vector<double>>>();
+}
+
+}  // namespace
+
+TEST_CASE("prism search trains one shared model, ranks the space and records it all in run.h5", "[search][run]") {
+  Fixture f;
+  const std::string out = f.dir.file("spos");
+  auto r = run_prism(fmt::format("search {} --out {}", f.file("spos"), out));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains("search: single path") && Catch::Contains("16 schedules"));
+  CHECK_THAT(r.output, Catch::Contains("ranking of") && Catch::Contains("decoded (rules 1-3):") &&
+                           Catch::Contains("unconstrained:") && Catch::Contains("prism sweep " + out + "/top.yaml"));
+  const auto rr = read_run(out + "/run.h5");
+  CHECK(rr["attrs"]["status"] == "completed");
+  // Per step, the schedule of each micro-batch (2 slots: 2 accumulated micro-batches), drawn
+  // uniformly from the space as a pure function of (seed, step, slot).
+  const std::vector<double> steps{1, 2, 3, 4, 5, 6, 7, 8};
+  CHECK(column(rr, "search/step") == steps);
+  const auto heads = rows(rr, "search/heads");
+  REQUIRE(heads.size() == 8);
+  const auto space = ScheduleSpace::product(2, {1, 2, 4, 8}, 4, false);
+  for (int step = 0; step < 8; ++step)
+    for (int slot = 0; slot < 2; ++slot) {
+      SplitMix rng(0, static_cast<uint64_t>(step), static_cast<uint64_t>(slot));
+      const HeadSchedule s = space.sample(rng);
+      CHECK(heads[step][2 * slot] == s[0]);
+      CHECK(heads[step][2 * slot + 1] == s[1]);
+    }
+  // Per-layer scores at every validation (steps 0, 4, 8): 2 layers x 4 counts, and each layer's choice.
+  const std::vector<double> validations{0, 4, 8};
+  CHECK(column(rr, "search/scores/step") == validations);
+  REQUIRE(rows(rr, "search/scores/score").at(2).size() == 8);
+  // The ranking: the listed schedules among the exactly evaluated, best first.
+  const auto& ds = rr["datasets"];
+  const auto loss = ds["search/ranking/loss"].get<std::vector<double>>();
+  const auto ranked = ds["search/ranking/heads"].get<std::vector<std::vector<int>>>();
+  REQUIRE(loss.size() == ranked.size());
+  REQUIRE(loss.size() >= 3);
+  CHECK(std::is_sorted(loss.begin(), loss.end()));
+  CHECK(std::find(ranked.begin(), ranked.end(), std::vector<int>{4, 4}) != ranked.end());
+  CHECK(std::find(ranked.begin(), ranked.end(), std::vector<int>{8, 1}) != ranked.end());
+  const auto hard = ds["search/ranking/hard_rules"].get<std::vector<int>>();
+  for (size_t i = 0; i < ranked.size(); ++i) {
+    INFO(i);
+    CHECK((hard[i] == 1) == (ranked[i][0] <= ranked[i][1] && ranked[i][1] == 4));
+  }
+  const std::string csv = read_file(out + "/ranking.csv");
+  CHECK_THAT(csv, Catch::StartsWith("rank,schedule,heads,loss,loss_se,estimate,hard_rules,guidelines,why"));
+  // A finished search resumed trains nothing and ranks again from its final weights: the same ranking.
+  auto again = run_prism("search --resume " + out);
+  INFO(again.output);
+  REQUIRE(again.exit_code == 0);
+  CHECK_THAT(again.output, Catch::Contains("already at step 8 of 8; nothing left to train"));
+  CHECK(read_file(out + "/ranking.csv") == csv);
+  // top.yaml trains the 2 best under rules 1-3 and the baseline with seeds 0 and 1.
+  auto dry = run_prism(fmt::format("sweep {}/top.yaml --dry-run", out));
+  INFO(dry.output);
+  REQUIRE(dry.exit_code == 0);
+  CHECK_THAT(dry.output, Catch::Contains("trials") && Catch::Contains("seed"));
+  CHECK(std::count(dry.output.begin(), dry.output.end(), '\n') >= 6);
+  // The plot of how the choice evolved renders from the run.
+  auto plot = run(fmt::format("'{}' '{}/scripts/plot/search.py' {} --out {}/search.png", PRISM_PYTHON, PRISM_SOURCE_DIR,
+                              out, out));
+  INFO(plot.output);
+  CHECK(plot.exit_code == 0);
+  CHECK(fs::file_size(out + "/search.png") > 10000);
+}
+
+TEST_CASE("kill -9 mid-search, then --resume, gives the search of an uninterrupted run", "[search][resume]") {
+  const std::string method = GENERATE(as<std::string>(), "spos", "mixture");
+  INFO("method " << method);
+  Fixture f;
+  const std::string file = f.file(method);
+  auto a = run_prism(fmt::format("search {} --out {}", file, f.dir.file("a")));
+  INFO(a.output);
+  REQUIRE(a.exit_code == 0);
+  const std::string b = f.dir.file("b");
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    execl(PRISM_BINARY, PRISM_BINARY, "search", file.c_str(), "--out", b.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  bool saw = false;
+  for (int i = 0; i < 1200 && !saw; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    saw = read_file_or_empty(b + "/checkpoints/latest").find("step_000004") != std::string::npos;
+  }
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  REQUIRE(saw);
+  REQUIRE(WIFSIGNALED(status));
+  auto r = run_prism("search --resume " + b);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains("resumed"));
+  const auto ra = read_run(f.dir.file("a/run.h5")), rb = read_run(b + "/run.h5");
+  CHECK(rb["attrs"]["status"] == "completed");
+  for (const char* key : {"train/step", "train/loss", "train/grad_norm", "val/loss", "search/step", "search/heads",
+                          "search/weights", "search/temperature", "search/scores/score", "search/ranking/heads",
+                          "search/ranking/loss"}) {
+    INFO(key);
+    CHECK(ra["datasets"][key] == rb["datasets"][key]);  // bit-equal (NaN reads as null on both sides)
+  }
+  CHECK(read_file(f.dir.file("a/ranking.csv")) == read_file(b + "/ranking.csv"));
+  if (method == "mixture") {
+    // The architecture weights: each row a distribution per layer, moving away from uniform as tau falls.
+    const auto w = rows(ra, "search/weights");
+    const std::vector<double> tau = column(ra, "search/temperature");
+    REQUIRE(w.size() == 8);
+    for (size_t l = 0; l < 2; ++l) {
+      double sum = 0, top = 0;
+      for (size_t k = 0; k < 4; ++k) {
+        sum += w.back()[4 * l + k];
+        top = std::max(top, w.back()[4 * l + k]);
+      }
+      CHECK(sum == Approx(1.0));
+      CHECK(top > 0.3);  // uniform is 0.25
+    }
+    CHECK(std::is_sorted(tau.rbegin(), tau.rend()));
+    CHECK(tau.front() > tau.back());
+  }
+}
+
+TEST_CASE("a search on 2 data-parallel processes makes the choices and the ranking of 1 process", "[search][ddp]") {
+  if (skip_without_distributed()) return;
+  const std::string method = GENERATE(as<std::string>(), "spos", "mixture");
+  INFO("method " << method);
+  Fixture f;
+  const std::string file = f.file(method, 6);
+  auto one = run_prism(fmt::format("search {} --out {}", file, f.dir.file("one")));
+  INFO(one.output);
+  REQUIRE(one.exit_code == 0);
+  auto ranks = launch(2, {"search", file, "--out", f.dir.file("two")}, f.dir.path());
+  wait_all(ranks);
+  const std::string out0 = ranks[0].output(), out1 = ranks[1].output();
+  INFO("rank 0:\n" << out0 << "\nrank 1:\n" << out1);
+  REQUIRE(ranks[0].exit_code == 0);
+  REQUIRE(ranks[1].exit_code == 0);
+  CHECK_THAT(out0, Catch::Contains("data parallel: 2 processes") && Catch::Contains("weights identical on 2 ranks"));
+  CHECK(out1.find("ranking") == std::string::npos);  // rank 0 reports
+  const auto r1 = read_run(f.dir.file("one/run.h5")), r2 = read_run(f.dir.file("two/run.h5"));
+  CHECK(r1["datasets"]["search/heads"] == r2["datasets"]["search/heads"]);
+  check_close(column(r1, "train/loss"), column(r2, "train/loss"), 1e-5, "train/loss");
+  check_close(column(r1, "val/loss"), column(r2, "val/loss"), 1e-5, "val/loss");
+  check_close(column(r1, "search/ranking/loss"), column(r2, "search/ranking/loss"), 1e-5, "search/ranking/loss");
+  if (method == "mixture") {
+    const auto w1 = rows(r1, "search/weights"), w2 = rows(r2, "search/weights");
+    REQUIRE(w1.size() == w2.size());
+    for (size_t i = 0; i < w1.size(); ++i) check_close(w1[i], w2[i], 1e-5, "search/weights");
+  }
+}
+
+TEST_CASE("a search runs on every CPU attention back end", "[search][run]") {
+  Fixture f;
+  const std::string file = f.file("mixture", 2);
+  for (const char* backend : {"reference", "sdpa", "fused"}) {
+    INFO(backend);
+    auto r = run_prism(fmt::format("search {} --out {} attention.backend={}", file, f.dir.file(backend), backend));
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    CHECK_THAT(r.output, Catch::Contains(fmt::format("attention {}", backend)) && Catch::Contains("decoded (rules 1-3)"));
+  }
+}
+
+TEST_CASE("prism search --dry-run prints the search's cost next to the grid's, and bad files fail clearly",
+          "[search][run]") {
+  Fixture f;
+  auto r = run_prism(fmt::format("search {} --dry-run", f.file("spos")));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains("search training") && Catch::Contains("ranking") &&
+                           Catch::Contains("retraining the pick with 2 seeds") &&
+                           Catch::Contains("the grid it replaces") && Catch::Contains("nothing was run"));
+  CHECK_FALSE(fs::exists("runs/search-spos-8"));
+  auto bad = run_prism(fmt::format("search {} search.space.heads=[3,4]", f.file("spos")));
+  CHECK(bad.exit_code != 0);
+  CHECK_THAT(bad.output, Catch::Contains("3 heads do not divide d_model = 64") && Catch::Contains("Fix:"));
+  auto none = run_prism(fmt::format("search {} '~search'", f.file("spos")));
+  CHECK(none.exit_code != 0);
+  CHECK_THAT(none.output, Catch::Contains("no `search:` section"));
+  auto exists = run_prism(fmt::format("search {} --out {} search.method=spos", f.file("spos", 2), f.dir.file("x")));
+  REQUIRE(exists.exit_code == 0);
+  auto again = run_prism(fmt::format("search {} --out {}", f.file("spos", 2), f.dir.file("x")));
+  CHECK(again.exit_code != 0);
+  CHECK_THAT(again.output, Catch::Contains("a run already exists here") && Catch::Contains("--resume"));
+}
+
+TEST_CASE("every shipped search file plans, and search plus retraining costs less than the grid it names",
+          "[search][shipped]") {
+  const fs::path dir = source_path("experiments/search");
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() != ".yaml") continue;
+    ++files;
+    INFO(e.path().string());
+    SearchPlan plan;
+    REQUIRE_NOTHROW(plan = plan_search(e.path().string()));
+    CHECK(plan.space.size() >= 2);
+    CHECK(plan.grid.size() >= 2);
+    CHECK(plan.grid_source == "the sweep section the search file builds on");
+    const SearchCost k = search_cost(plan);
+    CHECK(k.total() > 0);
+    CHECK(k.total() < 0.25 * k.grid_flops);
+    CHECK_THAT(format_search_dry_run(plan, "runs/x"), Catch::Contains("the grid it replaces"));
+  }
+  CHECK(files >= 4);  // cpu-128 and the three paper scales
+}
+
+TEST_CASE("the shipped ground truth of the CPU search: >= 12 schedules x 3 paired seeds, rule breakers included",
+          "[search][shipped]") {
+  const SweepPlan plan = plan_sweep(source_path("experiments/search/ground-truth/cpu-128.yaml"));
+  std::map<std::vector<int>, std::set<uint64_t>> seeds;
+  for (const auto& t : plan.trials) seeds[t.schedule.heads()].insert(t.seed);
+  CHECK(seeds.size() >= 12);
+  int breakers = 0;
+  const std::set<uint64_t> paired{0, 1, 2};
+  for (const auto& s : seeds) {
+    INFO(HeadSchedule(s.first).compact());
+    CHECK(s.second == paired);
+    const auto& h = s.first;
+    breakers += !std::is_sorted(h.begin(), h.end()) || h.back() != 4;
+  }
+  CHECK(breakers >= 3);
+  // The search space holds every one of them, so a search ranks them all.
+  const auto space = ScheduleSpace::product(6, {1, 2, 4, 8, 16}, 4, false);
+  for (const auto& s : seeds) CHECK(space.contains(HeadSchedule(s.first)));
+}
+
+TEST_CASE("prism bench search times both methods against plain training steps", "[search][bench]") {
+  Fixture f;
+  auto r = run_prism(fmt::format("bench search {} --steps 2 --warmup 1 --threads 1", f.file("spos")));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains("plain training") && Catch::Contains("search, spos") &&
+                           Catch::Contains("search, mixture") && Catch::Contains("run of 8 steps"));
+  // Each arm's line ends with its run ratio, e.g. "1.293x"; plain training's is 1.00x.
+  for (const char* arm : {"search, spos", "search, mixture"}) {
+    const auto at = r.output.find(std::string("\n") + arm);
+    REQUIRE(at != std::string::npos);
+    const std::string line = r.output.substr(at + 1, r.output.find('\n', at + 1) - at - 1);
+    INFO(line);
+    CHECK(line.back() == 'x');
+    const double ratio = std::stod(line.substr(line.rfind(' ') + 1));
+    CHECK(ratio > 0.2);
+    CHECK(ratio < 50);
+  }
+}
