@@ -7,7 +7,7 @@
 # directory whose entries link to the repository's (build, data, experiments, scripts,
 # test, .venv, ...), so what the blocks write (runs/, sweeps/, hf/, tb/ ...) stays out of
 # the tree. `prism` is build/apps/prism/prism with training shortened by overrides:
-#   - `prism train CONFIG.yaml ...` and `prism sweep FILE.yaml ...` get $PRISM_DOCS_OVERRIDES
+#   - `prism train CONFIG.yaml ...`, `prism search FILE.yaml ...` and `prism sweep FILE.yaml ...` get $PRISM_DOCS_OVERRIDES
 #     appended (default below; a sweep also sweep.halving.min_steps=5), each but for a key
 #     the block sets itself;
 #   - an explicit train.max_steps=N becomes N/30 (a --resume that continues longer).
@@ -101,6 +101,8 @@ prism() {
     ((given)) || extra+=("$o")
   done
   if [[ ${1-} == train && ${2-} == *.yaml ]]; then
+    "$PRISM_DOCS_BIN" "${args[@]}" "${extra[@]}"
+  elif [[ ${1-} == search && ${2-} == *.yaml ]]; then
     "$PRISM_DOCS_BIN" "${args[@]}" "${extra[@]}"
   elif [[ ${1-} == sweep && ${2-} == *.yaml ]]; then
     "$PRISM_DOCS_BIN" "${args[@]}" "${extra[@]}" sweep.halving.min_steps=5
