@@ -1,0 +1,132 @@
+// prism search --ground-truth (search/evidence.h) on a ground truth and three
+// searches whose losses are written by hand, so that every figure it reports is
+// known: the paired intervals and the top band, Kendall's tau of each search,
+// whether each pick falls in the band, and the targets met or missed.
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "prism/search/evidence.h"
+#include "support.h"
+#include "sweep/sweep_support.h"
+
+using namespace prism;
+using namespace prism::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+double number(const Cell& c) {
+  if (const double* d = std::get_if<double>(&c)) return *d;
+  if (const int64_t* i = std::get_if<int64_t>(&c)) return static_cast<double>(*i);
+  return std::nan("");
+}
+std::string text(const Cell& c) {
+  const std::string* s = std::get_if<std::string>(&c);
+  return s ? *s : std::string();
+}
+
+}  // namespace
+
+TEST_CASE("search evidence: top band, Kendall tau, picks in band and the targets from known losses",
+          "[search][evidence]") {
+  SweepFixture f;
+  // A real sweep directory (its sweep.yaml prices one run); its summary is then replaced by known
+  // final losses of 4 schedules x 3 seeds: A best; B within noise of A (paired differences +0.010,
+  // -0.010, +0.003: its interval contains 0); C and D worse by exactly 0.05 and 0.20 on every seed.
+  const std::string gt = f.dir.file("gt");
+  auto sweep = run_prism(fmt::format(
+      "sweep {} --out {} --jobs 1 --threads 1",
+      f.sweep_file("gt.yaml", "sweep:\n  baseline: false\n  grid:\n    schedule.heads: [[2, 2, 4, 4]]\n", 2), gt));
+  INFO(sweep.output);
+  REQUIRE(sweep.exit_code == 0);
+  const std::vector<std::pair<std::string, std::vector<double>>> truth = {
+      {"[4, 4, 4, 4]", {5.00, 5.01, 5.02}},   // A
+      {"[2, 2, 4, 4]", {5.01, 5.00, 5.023}},  // B
+      {"[1, 1, 4, 4]", {5.05, 5.06, 5.07}},   // C
+      {"[4, 4, 1, 1]", {5.20, 5.21, 5.22}},   // D (breaks rule 2)
+  };
+  std::string csv = "name,heads,seed,status,final_val_loss,tokens_all_rungs\n";
+  for (const auto& [heads, losses] : truth)
+    for (size_t s = 0; s < losses.size(); ++s)
+      csv += fmt::format("x,\"{}\",{},completed,{},64\n", heads, s, losses[s]);
+  csv += "y,\"[4, 4, 4, 4]\",3,failed,,64\n";  // not completed: left out
+  write_file(gt + "/summary.csv", csv);
+
+  // Three searches: their rankings (best first) and so their picks (the first row).
+  const std::string head = "rank,schedule,heads,loss,loss_se,estimate,hard_rules,guidelines,why\n";
+  auto search = [&](const std::string& name, int seed, const std::vector<std::string>& order) {
+    const std::string dir = f.dir.file(name);
+    fs::create_directories(dir);
+    write_file(dir + "/search.yaml",
+               tiny_base(f.shards, 2) + fmt::format("search: {{method: spos, space: {{heads: [1, 2, 4]}}, seed: {}}}\n", seed));
+    std::string rows = head;
+    for (size_t i = 0; i < order.size(); ++i)
+      rows += fmt::format("{},x,{},{},0.01,{},{},,\n", i + 1, order[i], 4.0 + 0.1 * static_cast<double>(i),
+                          4.5 + 0.1 * static_cast<double>(i), order[i] == "4 4 1 1" ? 0 : 1);
+    write_file(dir + "/ranking.csv", rows);
+    return dir;
+  };
+  // s1: B, A, D, C: 2 of 6 pairs discordant, tau 1/3; pick B (in the band).
+  // s2: the ground truth's order, tau 1; pick A. s3: reversed, tau -1; pick D (not in the band).
+  EvidenceOptions o;
+  o.ground_truth = gt;
+  o.searches = {search("s1", 1, {"2 2 4 4", "4 4 4 4", "4 4 1 1", "1 1 4 4"}),
+                search("s2", 2, {"4 4 4 4", "2 2 4 4", "1 1 4 4", "4 4 1 1"}),
+                search("s3", 3, {"4 4 1 1", "1 1 4 4", "2 2 4 4", "4 4 4 4"})};
+  const Evidence e = evaluate_search(o);
+
+  const Table& g = e.ground_truth;
+  REQUIRE(g.rows.size() == 4);
+  const std::vector<std::string> order{"4 4 4 4", "2 2 4 4", "1 1 4 4", "4 4 1 1"};
+  const std::vector<int> band{1, 1, 0, 0};
+  const std::vector<double> diff{0.0, 0.001, 0.05, 0.20};
+  for (size_t i = 0; i < 4; ++i) {
+    INFO(i);
+    CHECK(text(g.rows[i][g.column("heads")]) == order[i]);
+    CHECK(number(g.rows[i][g.column("seeds")]) == 3);
+    CHECK(number(g.rows[i][g.column("diff_vs_best")]) == Approx(diff[i]).margin(1e-9));
+    CHECK(number(g.rows[i][g.column("top_band")]) == band[i]);
+  }
+  // B's paired interval: mean 0.001, sd of (0.010, -0.010, 0.003), t(0.975, 2 df) = 4.302653.
+  const double sd = std::sqrt((0.009 * 0.009 + 0.011 * 0.011 + 0.002 * 0.002) / 2);
+  CHECK(number(g.rows[1][g.column("ci_hi")]) == Approx(0.001 + 4.302653 * sd / std::sqrt(3.0)).epsilon(1e-5));
+  CHECK(number(g.rows[2][g.column("ci_lo")]) == Approx(0.05).margin(1e-9));  // no spread: a zero-width interval
+
+  const Table& s = e.searches;
+  REQUIRE(s.rows.size() == 3);
+  const std::vector<double> tau{1.0 / 3.0, 1.0, -1.0};
+  const std::vector<std::string> pick{"2x2,4x2", "4x4", "4x2,1x2"};
+  const std::vector<int> in_band{1, 1, 0};
+  for (size_t i = 0; i < 3; ++i) {
+    INFO(i);
+    CHECK(number(s.rows[i][s.column("kendall_tau")]) == Approx(tau[i]));
+    CHECK(text(s.rows[i][s.column("pick")]) == pick[i]);
+    CHECK(number(s.rows[i][s.column("pick_in_ground_truth")]) == 1);
+    CHECK(number(s.rows[i][s.column("pick_in_top_band")]) == in_band[i]);
+  }
+  const Table& m = e.methods;
+  REQUIRE(m.rows.size() == 1);
+  CHECK(number(m.rows[0][m.column("tau_mean")]) == Approx(1.0 / 9.0));
+  CHECK(number(m.rows[0][m.column("picks_in_band")]) == 2);
+  CHECK_THAT(e.markdown, Catch::Contains("missed by 0.489") && Catch::Contains("2 of 3 picks in the top band: met"));
+  CHECK_THAT(e.markdown, Catch::Contains("random search"));
+  // The ground truth's own agreement, leave one seed out: seeds 0 and 1 each swap A and B against
+  // the other two's mean (1 of 6 pairs discordant: tau 2/3); seed 2's A and B tie in the others'
+  // mean (5.005 both): tau-b 5 / sqrt(5 x 6).
+  CHECK_THAT(e.markdown, Catch::Contains("Kendall tau 0.749 on average (per seed: 0.667, 0.667, 0.913)"));
+
+  // The CLI writes the same tables.
+  const std::string report = f.dir.file("report");
+  auto r = run_prism(fmt::format("search --ground-truth {} --searches {} {} {} --report {}", gt, o.searches[0],
+                                 o.searches[1], o.searches[2], report));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  for (const char* file : {"evidence.md", "ground_truth.csv", "searches.csv", "methods.csv", "baselines.csv"})
+    CHECK(fs::exists(report + "/" + file));
+  CHECK(read_file(report + "/evidence.md") == e.markdown);
+}
