@@ -186,7 +186,15 @@ TEST_CASE("2 processes in bf16, on working copies, follow 1 process with the sam
                        Catch::Contains("step      6 | weights identical on 2 ranks"));
   auto r1 = read_run(f.dir.file("bf16-1/run.h5")), r2 = read_run(f.dir.file("bf16-2/run.h5"));
   CHECK(r2["attrs"]["status"] == "completed");
-  check_same_run(r1, r2);
+  // One process sums its two micro-batches' gradients; two ranks average theirs in an
+  // all-reduce: the same fp32 gradient to its last bit or so. In fp32 (the test above) the
+  // runs then agree within 1e-5; here the bf16 working copies are rounded from the fp32
+  // masters each step, and a last-bit difference in a master can flip one weight's bf16
+  // rounding (a 2^-8 relative step), which moves the loss by ~1e-5. Measured: under 1e-5
+  // with GCC 12, 3.9e-5 (val loss, step 3; loss ~10.8) with clang 14 in the sanitized
+  // build. The bound is 1e-4 (1e-5 relative); the replicas themselves stay bit-identical
+  // (checked above at every checkpoint).
+  check_same_run(r1, r2, 1e-4);
 }
 
 TEST_CASE("torchrun --no-python launches prism train on 2 processes", "[ddp]") {
