@@ -298,3 +298,33 @@ TEST_CASE("rotary positions: no position table, any context, head widths checked
   odd.n_head = 64;
   CHECK_THROWS_WITH(GPT(odd, HeadSchedule::parse("64,64")), Catch::Contains("layer 0 has 64 heads of width 1"));
 }
+
+TEST_CASE("a rotary model runs any schedule per call as one built with it, each count rotated at its own width",
+          "[model][heads][rope]") {
+  // The rotary tables of a call are keyed by head width: a call's counts (and a mixture's)
+  // need tables the model's own schedule does not have.
+  torch::manual_seed(9);
+  ModelConfig cfg = tiny();
+  cfg.position = Positions::Rope;
+  GPT shared(cfg, HeadSchedule::uniform(2, 4));
+  shared->eval();
+  auto idx = torch::randint(0, 512, {2, 40}, torch::kLong);  // longer than block_size (32): rotary only
+  torch::NoGradGuard ng;
+  for (const char* text : {"1,4", "8,2", "16,32"}) {
+    INFO(text);
+    const HeadSchedule s = HeadSchedule::parse(text);
+    GPT own(cfg, s);
+    copy_weights(shared, own);
+    own->eval();
+    CHECK(torch::equal(shared->forward(idx, {}, ForwardOptions::under(s)).logits, own->forward(idx).logits));
+  }
+  // A mixture with one-hot weights is that count's schedule.
+  ForwardOptions mix;
+  mix.heads = {{{1, 2, 16}, torch::tensor({0.0, 0.0, 1.0})}, {{4}, {}}};
+  CHECK(torch::equal(shared->forward(idx, {}, mix).logits,
+                     shared->forward(idx, {}, ForwardOptions::under(HeadSchedule::parse("16,4"))).logits));
+  // A count whose width is odd cannot rotate pairs: refused at its layer.
+  ForwardOptions odd;
+  odd.heads = {{{4}, {}}, {{64}, {}}};
+  CHECK_THROWS_WITH(shared->forward(idx, {}, odd), Catch::Contains("layer 1 has 64 heads of width 1"));
+}
