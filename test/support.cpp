@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +12,8 @@
 #include <sstream>
 #include <stdexcept>
 #include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
 
 namespace prism::test {
 
@@ -27,6 +31,31 @@ Process run(const std::string& command) {
 }
 
 Process run_prism(const std::string& args) { return run(fmt::format("'{}' {}", PRISM_BINARY, args)); }
+
+Killed run_prism_killed_at_checkpoint(const std::vector<std::string>& args, const std::string& run_dir, int step) {
+  std::vector<std::string> argv_s{PRISM_BINARY};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  Killed k;
+  const pid_t pid = fork();
+  if (pid < 0) return k;
+  if (pid == 0) {
+    execv(PRISM_BINARY, argv.data());
+    _exit(127);
+  }
+  const std::string want = fmt::format("step_{:06d}", step), latest = run_dir + "/checkpoints/latest";
+  for (int i = 0; i < 1200 && !k.saw_checkpoint; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    k.saw_checkpoint = read_file_or_empty(latest).find(want) != std::string::npos;
+  }
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  k.by_signal = WIFSIGNALED(status);
+  return k;
+}
 
 Process run_reference(const std::string& script, const std::string& args) {
   return run(fmt::format("'{}' '{}/test/reference/{}' {}", PRISM_PYTHON, PRISM_SOURCE_DIR, script, args));

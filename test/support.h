@@ -2,6 +2,7 @@
 // Helpers shared by tests: temp dirs, running the prism binary and Python
 // reference scripts, reading whole files.
 #include <string>
+#include <vector>
 
 #include "test_paths.h"
 
@@ -19,6 +20,14 @@ Process run_prism(const std::string& args);
 // Runs a script under test/reference/ with the configured Python; fails the test
 // (does not skip) if Python or torch is missing.
 Process run_reference(const std::string& script, const std::string& args);
+
+// Starts `prism <args>` in the background and kill -9s it as soon as
+// RUN_DIR/checkpoints/latest names step `step`'s checkpoint (polling for up to 30 s).
+struct Killed {
+  bool saw_checkpoint = false;  // the checkpoint appeared before the process was killed
+  bool by_signal = false;       // the process died of the signal (it had not finished)
+};
+Killed run_prism_killed_at_checkpoint(const std::vector<std::string>& args, const std::string& run_dir, int step);
 
 // A fresh directory under the system temp dir, removed when destroyed.
 class TempDir {

@@ -32,18 +32,52 @@ double median(std::vector<double> v) {
   return v.empty() ? 0.0 : v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
+// A search arm: a method, and for a mixture the counts run per layer (-1: the file's search.mixture.paths).
+struct ArmSpec {
+  SearchMethod method = SearchMethod::SinglePath;
+  int paths = -1;
+};
+
+// --methods: "spos", "mixture" (the file's paths) or "mixture:N" (N counts per layer; 0: all), comma-separated.
+std::vector<ArmSpec> parse_methods(const std::string& text) {
+  const std::string fix = "use e.g. --methods spos,mixture or --methods spos,mixture:0,mixture:2";
+  std::vector<ArmSpec> out;
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    const std::string tok = text.substr(at, comma - at);
+    at = comma + 1;
+    ArmSpec a;
+    if (tok == "spos") {
+      a.method = SearchMethod::SinglePath;
+    } else if (tok == "mixture") {
+      a.method = SearchMethod::Mixture;
+    } else if (tok.rfind("mixture:", 0) == 0 && tok.size() > 8 &&
+               tok.find_first_not_of("0123456789", 8) == std::string::npos && tok.size() < 14) {
+      a.method = SearchMethod::Mixture;
+      a.paths = std::stoi(tok.substr(8));
+      if (a.paths == 1) throw Error("--methods " + text + ": mixture:1 gives the architecture weights no gradient", "prism bench search", fix);
+    } else {
+      throw Error("--methods " + text + ": unknown method '" + tok + "'", "prism bench search", fix);
+    }
+    out.push_back(a);
+  }
+  return out;
+}
+
 // One model in training on random tokens: plain, or under a search method.
 struct Arm {
-  Arm(const SearchPlan& plan, std::optional<SearchMethod> method, const Execution& exec, int64_t accum)
+  Arm(const SearchPlan& plan, std::optional<ArmSpec> spec, const Execution& exec, int64_t accum)
       : model(nullptr), exec(exec), accum(accum) {
     torch::manual_seed(0);
     const Config& c = plan.config;
     model = GPT(c.model, c.schedule, attention::parse_backend(c.attention.backend));
     opt = make_adamw(*model, c.train);
     next = random_token_batches(c.model.vocab_size, c.train.batch_size, c.train.seq_len, 1);
-    if (method) {
+    if (spec) {
       search_plan = plan;
-      search_plan.settings.method = *method;
+      search_plan.settings.method = spec->method;
+      if (spec->paths >= 0) search_plan.settings.mixture.paths = spec->paths;
       search.emplace(search_plan, [](const std::string&) {});
       search->attach(model, exec);
     }
@@ -107,7 +141,9 @@ int run(const std::vector<std::string>& args) {
     o.add_options()
         ("search", po::value<std::string>(), "search file")
         ("set", po::value<std::vector<std::string>>()->composing(), "key=value overrides (positional)")
-        ("methods", po::value<std::string>()->default_value("spos,mixture"), "search methods to time: spos, mixture or both")
+        ("methods", po::value<std::string>()->default_value("spos,mixture"),
+         "search methods to time, comma-separated: spos, mixture (the file's search.mixture.paths), mixture:N (N "
+         "counts per layer and micro-batch; mixture:0 all of them)")
         ("steps", po::value<int>()->default_value(20), "timed steps per arm")
         ("warmup", po::value<int>()->default_value(3), "untimed warm-up steps per arm")
         ("threads", po::value<int>()->default_value(0), "intra-op threads (0: the config's train.threads)");
@@ -126,11 +162,7 @@ int run(const std::vector<std::string>& args) {
     const Execution exec = resolve_execution(t);
     const int steps = vm["steps"].as<int>(), warmup = vm["warmup"].as<int>();
     if (steps < 1 || warmup < 0) throw Error("--steps must be at least 1 and --warmup at least 0", "prism bench search", "e.g. --steps 20");
-    std::vector<SearchMethod> methods;
-    const std::string m = vm["methods"].as<std::string>();
-    if (m.find("spos") != std::string::npos) methods.push_back(SearchMethod::SinglePath);
-    if (m.find("mixture") != std::string::npos) methods.push_back(SearchMethod::Mixture);
-    if (methods.empty()) throw Error("unknown --methods " + m, "prism bench search", "use spos, mixture or spos,mixture");
+    const std::vector<ArmSpec> methods = parse_methods(vm["methods"].as<std::string>());
     const int64_t micro = t.batch_size * t.seq_len;
     const int64_t accum = t.tokens_per_step > 0 ? t.tokens_per_step / micro : 1;
 
@@ -146,8 +178,14 @@ int run(const std::vector<std::string>& args) {
 
     std::vector<std::unique_ptr<Arm>> arms;
     arms.push_back(std::make_unique<Arm>(plan, std::nullopt, exec, accum));
-    for (SearchMethod sm : methods) arms.push_back(std::make_unique<Arm>(plan, sm, exec, accum));
-    auto name = [&](size_t i) { return i == 0 ? std::string("plain training") : fmt::format("search, {}", method_name(methods[i - 1])); };
+    for (const ArmSpec& sm : methods) arms.push_back(std::make_unique<Arm>(plan, sm, exec, accum));
+    const size_t K = plan.space.choices().size();
+    auto name = [&](size_t i) {
+      if (i == 0) return std::string("plain training");
+      const SearchPlan& p = arms[i]->search_plan;
+      if (p.settings.method != SearchMethod::Mixture) return fmt::format("search, {}", method_name(p.settings.method));
+      return fmt::format("search, mixture {}/{}", mixture_paths(p.settings.mixture, K), K);
+    };
     std::cerr << fmt::format("bench search: {} warm-up + {} timed steps of {} arms, taking turns ...\n", warmup, steps,
                              arms.size());
     for (int i = 0; i < warmup; ++i)
@@ -199,6 +237,12 @@ int run(const std::vector<std::string>& args) {
     }
     std::cout << "\n";
     for (const auto& n : notes) std::cout << n << "\n";
+    for (const ArmSpec& sm : methods)
+      if (sm.method == SearchMethod::Mixture) {
+        std::cout << "mixture n/K: n of the K head counts per layer run per training micro-batch (search.mixture.paths: "
+                     "n < K sampled from the weights, renormalized; K: the exact mixture); validation and ranking use all K.\n";
+        break;
+      }
     std::cout << fmt::format(
         "vs plain: median over the {} timed steps of the paired step-time ratios (the arms take turns). run of {} steps: "
         "({} x the mean search step + {:.0f} validations x their extra work + the ranking) / ({} x the mean plain "

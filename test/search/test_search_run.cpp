@@ -5,17 +5,12 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <map>
 #include <set>
-#include <thread>
 
 #include "prism/search/search.h"
 #include "prism/search/space.h"
@@ -70,6 +65,77 @@ std::vector<std::vector<double>> rows(const nlohmann::json& run, const std::stri
 }
 
 }  // namespace
+
+TEST_CASE("a mixture with sampled paths runs n counts per layer drawn from p, renormalized, and only theirs learn",
+          "[search][mixture]") {
+  MixtureSettings st;
+  st.paths = 2;
+  const std::vector<int> choices{1, 2, 4, 8};
+  ArchitectureWeights arch(3, choices, st, 100, torch::kCPU);
+  {
+    torch::NoGradGuard ng;
+    arch.logits().copy_(torch::tensor({0.0, 1.0, 2.0, -1.0, 3.0, 0.0, 0.0, 0.0, -2.0, 0.5, 0.5, 1.5}).view({3, 4}));
+  }
+  const double tau = 0.7;
+  const std::vector<double> p = arch.probabilities(tau);
+  CHECK(arch.paths_run() == 2);
+  // A pure function of the stream; two distinct counts per layer, ascending, weighted by p renormalized over them.
+  SplitMix r1(5, 3, 1), r2(5, 3, 1);
+  const ForwardOptions a = arch.sampled_mixture(tau, r1), b = arch.sampled_mixture(tau, r2);
+  REQUIRE(a.heads.size() == 3);
+  for (size_t l = 0; l < 3; ++l) {
+    INFO("layer " << l);
+    const auto& c = a.heads[l].counts;
+    CHECK(c == b.heads[l].counts);
+    REQUIRE(c.size() == 2);
+    CHECK(c[0] < c[1]);
+    const auto k0 = std::find(choices.begin(), choices.end(), c[0]) - choices.begin();
+    const auto k1 = std::find(choices.begin(), choices.end(), c[1]) - choices.begin();
+    REQUIRE(k1 < 4);
+    const double p0 = p[4 * l + static_cast<size_t>(k0)], p1 = p[4 * l + static_cast<size_t>(k1)];
+    CHECK(a.heads[l].weights[0].item<double>() == Approx(p0 / (p0 + p1)).epsilon(1e-5));
+    CHECK(a.heads[l].weights[1].item<double>() == Approx(p1 / (p0 + p1)).epsilon(1e-5));
+  }
+  // Draws from p without replacement: count k is in the pair with probability p_k + sum_j p_j p_k / (1 - p_j).
+  const int draws = 6000;
+  std::vector<double> seen(12, 0.0);
+  for (int d = 0; d < draws; ++d) {
+    SplitMix rng(9, static_cast<uint64_t>(d), 0);
+    const ForwardOptions o = arch.sampled_mixture(tau, rng);
+    for (size_t l = 0; l < 3; ++l)
+      for (int c : o.heads[l].counts)
+        seen[4 * l + static_cast<size_t>(std::find(choices.begin(), choices.end(), c) - choices.begin())] += 1.0 / draws;
+  }
+  for (size_t l = 0; l < 3; ++l)
+    for (size_t k = 0; k < 4; ++k) {
+      double want = p[4 * l + k];
+      for (size_t j = 0; j < 4; ++j)
+        if (j != k) want += p[4 * l + j] * p[4 * l + k] / (1 - p[4 * l + j]);
+      INFO("layer " << l << " count " << choices[k]);
+      CHECK(std::abs(seen[4 * l + k] - want) < 0.025);
+    }
+  // The gradient reaches the sampled pair's logits only.
+  SplitMix r3(5, 3, 1);
+  const ForwardOptions g = arch.sampled_mixture(tau, r3);
+  torch::Tensor loss = torch::zeros({});
+  for (size_t l = 0; l < 3; ++l) loss = loss + g.heads[l].weights[0] * static_cast<double>(l + 1);
+  loss.backward();
+  const torch::Tensor grad = arch.logits().grad();
+  REQUIRE(grad.defined());
+  for (int64_t l = 0; l < 3; ++l)
+    for (int64_t k = 0; k < 4; ++k) {
+      const auto& c = g.heads[static_cast<size_t>(l)].counts;
+      const bool picked = std::find(c.begin(), c.end(), choices[static_cast<size_t>(k)]) != c.end();
+      INFO("layer " << l << " count " << choices[static_cast<size_t>(k)]);
+      CHECK((grad[l][k].item<double>() != 0.0) == picked);
+    }
+  // paths 0 (or >= K): the full mixture, every count.
+  st.paths = 0;
+  ArchitectureWeights full(3, choices, st, 100, torch::kCPU);
+  SplitMix r4(1, 1, 1);
+  CHECK(full.paths_run() == 4);
+  CHECK(full.sampled_mixture(tau, r4).heads[2].counts == choices);
+}
 
 TEST_CASE("prism search trains one shared model, ranks the space and records it all in run.h5", "[search][run]") {
   Fixture f;
@@ -137,30 +203,24 @@ TEST_CASE("prism search trains one shared model, ranks the space and records it 
 }
 
 TEST_CASE("kill -9 mid-search, then --resume, gives the search of an uninterrupted run", "[search][resume]") {
-  const std::string method = GENERATE(as<std::string>(), "spos", "mixture");
-  INFO("method " << method);
+  // mixture-2: two of the four counts per layer sampled per micro-batch (search.mixture.paths).
+  const std::string arm = GENERATE(as<std::string>(), "spos", "mixture", "mixture-2");
+  INFO("arm " << arm);
+  const std::string method = arm == "spos" ? "spos" : "mixture";
+  const std::string paths = arm == "mixture-2" ? "search.mixture.paths=2" : "";
+  auto with_paths = [&](std::vector<std::string> args) {
+    if (!paths.empty()) args.push_back(paths);
+    return args;
+  };
   Fixture f;
   const std::string file = f.file(method);
-  auto a = run_prism(fmt::format("search {} --out {}", file, f.dir.file("a")));
+  auto a = run_prism(fmt::format("search {} --out {} {}", file, f.dir.file("a"), paths));
   INFO(a.output);
   REQUIRE(a.exit_code == 0);
   const std::string b = f.dir.file("b");
-  pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    execl(PRISM_BINARY, PRISM_BINARY, "search", file.c_str(), "--out", b.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  bool saw = false;
-  for (int i = 0; i < 1200 && !saw; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(25));
-    saw = read_file_or_empty(b + "/checkpoints/latest").find("step_000004") != std::string::npos;
-  }
-  kill(pid, SIGKILL);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  REQUIRE(saw);
-  REQUIRE(WIFSIGNALED(status));
+  const Killed killed = run_prism_killed_at_checkpoint(with_paths({"search", file, "--out", b}), b, 4);
+  REQUIRE(killed.saw_checkpoint);
+  REQUIRE(killed.by_signal);
   auto r = run_prism("search --resume " + b);
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
@@ -247,6 +307,14 @@ TEST_CASE("prism search --dry-run prints the search's cost next to the grid's, a
   auto bad = run_prism(fmt::format("search {} search.space.heads=[3,4]", f.file("spos")));
   CHECK(bad.exit_code != 0);
   CHECK_THAT(bad.output, Catch::Contains("3 heads do not divide d_model = 64") && Catch::Contains("Fix:"));
+  auto one_path = run_prism(fmt::format("search {} search.method=mixture search.mixture.paths=1", f.file("spos")));
+  CHECK(one_path.exit_code != 0);
+  CHECK_THAT(one_path.output, Catch::Contains("search.mixture.paths") && Catch::Contains("no gradient") &&
+                                  Catch::Contains("Fix:"));
+  auto two = run_prism(fmt::format("search {} --dry-run search.mixture.paths=2", f.file("mixture")));
+  INFO(two.output);
+  REQUIRE(two.exit_code == 0);
+  CHECK_THAT(two.output, Catch::Contains("2 of the 4 counts per layer sampled per micro-batch"));
   auto none = run_prism(fmt::format("search {} '~search'", f.file("spos")));
   CHECK(none.exit_code != 0);
   CHECK_THAT(none.output, Catch::Contains("no `search:` section"));
@@ -298,15 +366,15 @@ TEST_CASE("the shipped ground truth of the CPU search: >= 12 schedules x 3 paire
   for (const auto& s : seeds) CHECK(space.contains(HeadSchedule(s.first)));
 }
 
-TEST_CASE("prism bench search times both methods against plain training steps", "[search][bench]") {
+TEST_CASE("prism bench search times each method against plain training steps", "[search][bench]") {
   Fixture f;
-  auto r = run_prism(fmt::format("bench search {} --steps 2 --warmup 1 --threads 1", f.file("spos")));
+  auto r = run_prism(fmt::format("bench search {} --steps 2 --warmup 1 --threads 1 --methods spos,mixture,mixture:2",
+                                 f.file("spos")));
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
-  CHECK_THAT(r.output, Catch::Contains("plain training") && Catch::Contains("search, spos") &&
-                           Catch::Contains("search, mixture") && Catch::Contains("run of 8 steps"));
+  CHECK_THAT(r.output, Catch::Contains("plain training") && Catch::Contains("run of 8 steps"));
   // Each arm's line ends with its run ratio, e.g. "1.293x"; plain training's is 1.00x.
-  for (const char* arm : {"search, spos", "search, mixture"}) {
+  for (const char* arm : {"search, spos", "search, mixture 4/4", "search, mixture 2/4"}) {
     const auto at = r.output.find(std::string("\n") + arm);
     REQUIRE(at != std::string::npos);
     const std::string line = r.output.substr(at + 1, r.output.find('\n', at + 1) - at - 1);

@@ -3,14 +3,9 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <thread>
 
 #include "support.h"
 
@@ -145,23 +140,10 @@ TEST_CASE("kill -9 mid-run, then --resume, reproduces the uninterrupted loss cur
 
   // Start the same run in the background; kill -9 once a mid-run checkpoint exists.
   const std::string b = f.dir.file("b");
-  pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    execl(PRISM_BINARY, PRISM_BINARY, "train", f.config.c_str(), "--out", b.c_str(), "model.dropout=0.1",
-          dtype_override.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  bool saw = false;
-  for (int i = 0; i < 600 && !saw; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    saw = read_file_or_empty(b + "/checkpoints/latest").find("step_000004") != std::string::npos;
-  }
-  kill(pid, SIGKILL);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  REQUIRE(saw);
-  REQUIRE(WIFSIGNALED(status));
+  const Killed killed =
+      run_prism_killed_at_checkpoint({"train", f.config, "--out", b, "model.dropout=0.1", dtype_override}, b, 4);
+  REQUIRE(killed.saw_checkpoint);
+  REQUIRE(killed.by_signal);
   auto mid = read_run(b + "/run.h5");  // the killed run's file opens
   CHECK(mid["attrs"]["status"] == "running");
 

@@ -2,9 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "prism/error.h"
+#include "prism/search/space.h"
 
 namespace prism {
 
@@ -33,6 +36,41 @@ ForwardOptions ArchitectureWeights::mixture(double tau) const {
   ForwardOptions o;
   const auto p = torch::softmax(logits_ / tau, 1);
   for (int64_t l = 0; l < logits_.size(0); ++l) o.heads.push_back({choices_, p[l]});
+  return o;
+}
+
+int mixture_paths(const MixtureSettings& m, size_t choices) {
+  const int K = static_cast<int>(choices);
+  return m.paths > 0 && m.paths < K ? m.paths : K;
+}
+
+int ArchitectureWeights::paths_run() const { return mixture_paths(settings_, choices_.size()); }
+
+ForwardOptions ArchitectureWeights::sampled_mixture(double tau, SplitMix& rng) const {
+  const int64_t L = logits_.size(0), K = logits_.size(1), n = paths_run();
+  if (n >= K) return mixture(tau);
+  const auto a = logits_.detach().to(torch::kCPU, torch::kDouble).contiguous();
+  const double* alpha = a.data_ptr<double>();
+  ForwardOptions o;
+  std::vector<double> key(static_cast<size_t>(K));
+  std::vector<int64_t> order(static_cast<size_t>(K));
+  for (int64_t l = 0; l < L; ++l) {
+    // Gumbel-top-n: the n largest alpha/tau + Gumbel noise are n draws from p without replacement.
+    for (int64_t k = 0; k < K; ++k) {
+      const double u = std::max(rng.uniform(), 1e-300);
+      key[static_cast<size_t>(k)] = alpha[l * K + k] / tau - std::log(-std::log(u));
+    }
+    std::iota(order.begin(), order.end(), int64_t{0});
+    std::partial_sort(order.begin(), order.begin() + n, order.end(),
+                      [&](int64_t x, int64_t y) { return key[static_cast<size_t>(x)] > key[static_cast<size_t>(y)]; });
+    std::vector<int64_t> picked(order.begin(), order.begin() + n);
+    std::sort(picked.begin(), picked.end());
+    LayerHeads lh;
+    for (int64_t k : picked) lh.counts.push_back(choices_[static_cast<size_t>(k)]);
+    const auto idx = torch::tensor(picked, torch::dtype(torch::kLong).device(logits_.device()));
+    lh.weights = torch::softmax(logits_[l].index_select(0, idx) / tau, 0);
+    o.heads.push_back(std::move(lh));
+  }
   return o;
 }
 

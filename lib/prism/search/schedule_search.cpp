@@ -38,8 +38,9 @@ std::string ScheduleSearch::describe() const {
   const auto& st = plan_.settings;
   const std::string how = st.method == SearchMethod::Mixture
                               ? fmt::format("mixture over head counts per layer (architecture lr {:g}, tau {:g} -> {:g}, "
-                                            "moving after {:.0f}% of the run)",
-                                            st.mixture.lr, st.mixture.tau_start, st.mixture.tau_end, 100 * st.mixture.start)
+                                            "moving after {:.0f}% of the run; {})",
+                                            st.mixture.lr, st.mixture.tau_start, st.mixture.tau_end, 100 * st.mixture.start,
+                                            mixture_paths_text(st.mixture, plan_.space.choices().size()))
                               : fmt::format("single path: one schedule sampled per micro-batch (seed {})", st.seed);
   return fmt::format("search: {} over {}; validation under {}", how, plan_.space.describe(),
                      st.method == SearchMethod::Mixture ? "the current mixture" : plan_.config.schedule.compact());
@@ -73,7 +74,11 @@ HeadSchedule ScheduleSearch::sampled(int64_t step, int64_t slot) const {
 
 ForwardOptions ScheduleSearch::micro_batch(int64_t step, int64_t slot, int64_t slots) {
   slots_ = slots;
-  if (arch_) return arch_->mixture(arch_->temperature(step));
+  if (arch_) {
+    // Sampled paths draw from the micro-batch's own stream (exact on resume); the full mixture draws nothing.
+    SplitMix rng(plan_.settings.seed, static_cast<uint64_t>(step), static_cast<uint64_t>(slot));
+    return arch_->sampled_mixture(arch_->temperature(step), rng);
+  }
   return ForwardOptions::under(sampled(step, slot));
 }
 
@@ -130,6 +135,7 @@ CheckpointExtra ScheduleSearch::state() const {
   nlohmann::json j = {{"method", method_name(plan_.settings.method)}, {"seed", plan_.settings.seed},
                       {"space", plan_.space.describe()}, {"last_step", last_step_}};
   if (arch_) {
+    j["paths"] = arch_->paths_run();
     CheckpointExtra a = arch_->state();
     s.tensors = std::move(a.tensors);
     j["architecture"] = a.text;
@@ -152,6 +158,10 @@ void ScheduleSearch::restore(const CheckpointExtra& s) {
     throw Error(fmt::format("the checkpoint is of a {} search over {} (seed {}); this one is {} over {} (seed {})", method,
                             space, seed, method_name(plan_.settings.method), plan_.space.describe(), plan_.settings.seed),
                 "search state", "resume with the search file the run was started with");
+  if (arch_ && j.contains("paths") && j["paths"].get<int>() != arch_->paths_run())
+    throw Error(fmt::format("the checkpoint's mixture ran {} counts per layer and micro-batch; this one runs {}",
+                            j["paths"].get<int>(), arch_->paths_run()),
+                "search state", "resume with the search file the run was started with (search.mixture.paths)");
   last_step_ = j.value("last_step", int64_t{0});
   if (arch_) arch_->restore({s.tensors, j.value("architecture", std::string("0"))});
 }

@@ -81,7 +81,7 @@ SearchCost search_cost(const SearchPlan& plan) {
   const double run_tokens = static_cast<double>(c.train.max_steps) * static_cast<double>(k.step_tokens);
   const ModelCost cost = model_cost(c.model, HeadSchedule::uniform(c.model.n_layer, c.model.n_head), static_cast<int>(T));
   k.train_flops_per_token = cost.train_flops_per_token;
-  const double K = static_cast<double>(plan.space.choices().size());
+  const double K = static_cast<double>(mixture_paths(st.mixture, plan.space.choices().size()));
   double attention_fpt = 0;
   for (const auto& l : cost.layers) attention_fpt += l.attention_flops;
   k.search_flops_per_token = st.method == SearchMethod::Mixture ? k.train_flops_per_token + 3.0 * (K - 1.0) * attention_fpt
@@ -117,7 +117,6 @@ std::string format_search_dry_run(const SearchPlan& plan, const std::string& run
   const RankSettings& rk = st.rank;
   const SearchCost k = search_cost(plan);
   const double train_fpt = k.train_flops_per_token, search_fpt = k.search_flops_per_token;
-  const double K = static_cast<double>(plan.space.choices().size());
   const Rate rate = rate_of(st.estimate, train_fpt);
   const double train_flops = k.train_flops, rank_flops = k.rank_flops, retrain_flops = k.retrain_flops;
   const double grid_flops = k.grid_flops, space_flops = k.space_flops, grid_seeds = k.grid_seeds;
@@ -135,7 +134,8 @@ std::string format_search_dry_run(const SearchPlan& plan, const std::string& run
   s += fmt::format("cost (model FLOPs: training 3x forward, held-out evaluation 1x):\n");
   s += fmt::format("  search training   {:.3e} FLOPs{}{}\n", train_flops, hours(train_flops, train_fpt, rate),
                    st.method == SearchMethod::Mixture
-                       ? fmt::format(" ({:.2f}x a plain run: {:g} attentions per layer)", search_fpt / train_fpt, K)
+                       ? fmt::format(" ({:.2f}x a plain run: {})", search_fpt / train_fpt,
+                                     mixture_paths_text(st.mixture, plan.space.choices().size()))
                        : std::string(" (= one plain run)"));
   s += fmt::format("  ranking           {:.3e} FLOPs{} ({:.0f} exact evaluations x {} batches{}{})\n", rank_flops,
                    hours(rank_flops, train_fpt, rate), exact, exact_batches,

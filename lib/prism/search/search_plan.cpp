@@ -75,6 +75,10 @@ MixtureSettings parse_mixture(ConfigNode n) {
     s.tau_end = tau[1];
   }
   s.start = n.get_real("start", s.start, 0.0, 1.0);
+  s.paths = static_cast<int>(n.get_int("paths", s.paths, 0, 1 << 20));
+  if (s.paths == 1)
+    throw Error("search.mixture.paths is 1: one count per layer gives the architecture weights no gradient",
+                n.where("paths"), "use paths: 2 (two sampled counts per layer), 0 (every count), or method: spos");
   n.finish();
   return s;
 }
@@ -182,6 +186,12 @@ SearchPlan read_plan(const ComposedConfig& composed, const std::string& path, co
 }  // namespace
 
 const char* method_name(SearchMethod m) { return m == SearchMethod::Mixture ? "mixture" : "spos"; }
+
+std::string mixture_paths_text(const MixtureSettings& m, size_t choices) {
+  const int n = mixture_paths(m, choices);
+  return n < static_cast<int>(choices) ? fmt::format("{} of the {} counts per layer sampled per micro-batch", n, choices)
+                                       : fmt::format("all {} counts per layer every step", choices);
+}
 
 SearchPlan plan_search(const std::string& path, const std::vector<std::string>& overrides) {
   const ComposedConfig composed = compose_config(path, overrides);

@@ -17,7 +17,8 @@
 //       # enumerate: {head_dims: [128, 64], block: [2, 3], baseline_share: 0.5}   # the grid a sweep trains
 //       # schedules: [[1, 1, 4, 4, 4, 4], "2x2,4x4"]                              # a list
 //     seed: 0                      # the sampler's and the probes' (default: train.seed)
-//     mixture: {lr: 5e-3, tau: [1.0, 0.05], start: 0.1}
+//     mixture: {lr: 5e-3, tau: [1.0, 0.05], start: 0.1, paths: 0}   # paths: counts run per layer and
+//                                  #   training micro-batch (0: all; 2: two sampled from p, ProxylessNAS-style)
 //     rank:
 //       batches: 8                 # held-out batches per exact evaluation (0: train.eval_tokens' worth)
 //       exact_limit: 64            # spaces up to this size are evaluated whole
@@ -48,6 +49,8 @@ namespace prism {
 
 enum class SearchMethod { SinglePath, Mixture };
 const char* method_name(SearchMethod m);  // "spos" | "mixture"
+// mixture_paths (architecture.h) in words: "2 of the 5 counts per layer sampled per micro-batch".
+std::string mixture_paths_text(const MixtureSettings& m, size_t choices);
 
 struct SearchSettings {
   std::string name;
