@@ -49,6 +49,7 @@ struct ParquetColumnReader::Impl {
   std::unique_ptr<arrow::RecordBatchReader> batches;
   std::shared_ptr<arrow::Array> array;  // the current batch's column
   int64_t at = 0;                        // next index in `array`
+  size_t group = 0;                      // the row group `batches` reads
   uint64_t row = 0;                      // next row of the file
 
   InputError error(const std::string& what) const { return InputError(what, path, kBadFileFix); }
@@ -108,17 +109,20 @@ struct ParquetColumnReader::Impl {
                        "name the text column with --text-column, or pass --skip-bad to skip such files");
   }
 
-  // Starts reading at row group `g`.
+  // Starts reading at row group `g`. Each row group is read by its own batch
+  // reader, so that its rows are the ones its footer entry counts: a reader over
+  // several groups would let a group whose data holds more values than its footer
+  // says spill them into the next group's rows, and skip_to (which starts at a
+  // group's footer row) would then give other rows than a read from the start.
   void start_at(size_t g) {
     array.reset();
     at = 0;
+    group = g;
     row = first_row[g];
     batches.reset();
     if (g + 1 >= first_row.size()) return;
-    std::vector<int> groups;
-    for (size_t k = g; k + 1 < first_row.size(); ++k) groups.push_back(static_cast<int>(k));
     try {
-      auto r = reader->GetRecordBatchReader(groups, {leaf});
+      auto r = reader->GetRecordBatchReader(std::vector<int>{static_cast<int>(g)}, std::vector<int>{leaf});
       if (!r.ok()) throw error("cannot read from row " + std::to_string(row) + ": " + r.status().ToString());
       batches = std::move(r).ValueUnsafe();
     } catch (const InputError&) {
@@ -142,13 +146,18 @@ struct ParquetColumnReader::Impl {
         throw error("damaged data at row " + std::to_string(row) + ": " + e.what());
       }
       if (!batch) {
-        batches.reset();
-        array.reset();
-        if (row != total)
-          throw error("the footer announces " + std::to_string(total) + " rows, the data holds " + std::to_string(row));
-        return false;
+        const uint64_t end = first_row[group + 1];
+        if (row != end)
+          throw error("row group " + std::to_string(group) + ": the footer announces " +
+                      std::to_string(end - first_row[group]) + " rows, the data holds " +
+                      std::to_string(row - first_row[group]));
+        start_at(group + 1);
+        continue;
       }
       if (batch->num_columns() != 1) throw error("a batch of " + std::to_string(batch->num_columns()) + " columns");
+      if (row + static_cast<uint64_t>(batch->num_rows()) > first_row[group + 1])
+        throw error("row group " + std::to_string(group) + ": the footer announces " +
+                    std::to_string(first_row[group + 1] - first_row[group]) + " rows, the data holds more");
       array = batch->column(0);
       at = 0;
     }
