@@ -20,7 +20,7 @@ namespace prism::cli {
 namespace {
 
 const char* kUsage =
-    "PATH... --what loss|val|distance|position|delta|eval|summary [--format csv|json] [options]\n"
+    "PATH... --what loss|val|distance|position|delta|eval|summary|loss_by_position [--format csv|json] [options]\n"
     "RUN --hf DIR [--hf-format prism|gpt2] [--vocab FILE] [--force]\n"
     "       prism export PATH... --tensorboard DIR [--follow] [--force]\n\n"
     "Writes one tidy table (a row per observation, named columns; pandas.read_csv /\n"
@@ -35,7 +35,9 @@ const char* kUsage =
     "            runs, else each sweep schedule against its uniform runs, else the run's stored\n"
     "            /attention/delta (prism distance --baseline)\n"
     "  eval      task, acc, acc_norm, n, acc_stderr, acc_norm_stderr\n"
-    "  summary   status, steps, tokens, final/best losses, time, eval accuracies, summary.csv columns\n\n"
+    "  summary   status, steps, tokens, final/best losses, time, eval accuracies, summary.csv columns\n"
+    "  loss_by_position  context, trained_context, position, step, bucket, position_lo, position_hi,\n"
+    "            loss, loss_se, batches, dtype  (each /val/by_position/T<context>: prism eval --position-loss)\n\n"
     "--hf DIR writes RUN's newest checkpoint (or the checkpoint directory / model.safetensors\n"
     "given) as a Hugging Face model: config.json (one head count per layer), model.safetensors,\n"
     "the tokenizer files of the run's vocabulary (--vocab overrides it; default GPT-2's) and,\n"

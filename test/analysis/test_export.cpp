@@ -57,7 +57,7 @@ size_t col(const CsvFile& csv, const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("prism export: loss, val, distance, position, delta, eval and summary of runs and sweeps", "[analysis][export][cli]") {
+TEST_CASE("prism export: loss, val, distance, position, loss by position, delta, eval and summary of runs and sweeps", "[analysis][export][cli]") {
   TwoRuns runs;
   auto m = run_prism(fmt::format("distance {} --baseline {} --data {} --tokens 1024 --batch 4 --bins 4 --threads 1",
                                  runs.prism, runs.uniform, runs.shards));
@@ -103,6 +103,16 @@ TEST_CASE("prism export: loss, val, distance, position, delta, eval and summary 
     CHECK(pos.rows.size() == 6 * 4);
     CHECK(pos.rows[3][col(pos, "position_lo")] == "24");
     CHECK(pos.rows[3][col(pos, "position_hi")] == "31");
+    // The loss by position training stored (/val/by_position/T32): 6 buckets per run.
+    auto byp = export_csv(fmt::format("{} {} --what loss_by_position", runs.prism, runs.uniform), runs.dir);
+    REQUIRE(byp.rows.size() == 2 * 6);
+    CHECK(byp.rows[5][col(byp, "position_lo")] == "16");
+    CHECK(byp.rows[5][col(byp, "position_hi")] == "31");
+    CHECK(byp.rows[5][col(byp, "context")] == "32");
+    CHECK(byp.rows[5][col(byp, "position")] == "learned");
+    auto bucket_loss = p["val/by_position/T32/loss"].get<std::vector<double>>();
+    CHECK(std::stod(byp.rows[5][col(byp, "loss")]) == bucket_loss[5]);
+    CHECK(byp.rows[6][col(byp, "run")] == "uniform");
   }
   {  // delta: stored, against --baseline, and a sweep's schedule against its uniform runs
     auto stored = export_csv(fmt::format("{} --what delta", runs.prism), runs.dir);

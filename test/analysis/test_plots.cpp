@@ -17,7 +17,8 @@ Process plot(const std::string& script, const std::string& args) {
 
 }  // namespace
 
-TEST_CASE("plots: loss, Delta D_l, heatmaps, position profile and schedule diagram render", "[analysis][plots]") {
+TEST_CASE("plots: loss, Delta D_l, heatmaps, position profile, loss by position and schedule diagram render",
+          "[analysis][plots]") {
   TwoRuns runs;
   auto m = run_prism(fmt::format("distance {} --baseline {} --data {} --tokens 1024 --batch 4 --bins 4 --threads 1",
                                  runs.prism, runs.uniform, runs.shards));
@@ -31,6 +32,8 @@ TEST_CASE("plots: loss, Delta D_l, heatmaps, position profile and schedule diagr
       {"heatmap.py", fmt::format("{} --out {}/heatmap.png", runs.prism, out)},
       {"heatmap.py", fmt::format("{} --source train --out {}/heatmap_train.png", runs.uniform, out)},
       {"position.py", fmt::format("{} {} --out {}/position.png", runs.prism, runs.uniform, out)},
+      // The loss by position each run stored at the end of training (/val/by_position/T32).
+      {"position_loss.py", fmt::format("{} {} --out {}/position_loss.png", runs.prism, runs.uniform, out)},
       {"schedule.py", fmt::format("{} {} --heads 3x3,6x3,12x6 --d-model 768 --out {}/schedule.png", runs.prism,
                                   runs.uniform, out)},
       {"schedule.py", fmt::format("--heads 3x3,6x3,12x6 --d-model 768 --format pdf --out {}/schedule.pdf", out)},
@@ -42,11 +45,12 @@ TEST_CASE("plots: loss, Delta D_l, heatmaps, position profile and schedule diagr
     REQUIRE(r.exit_code == 0);
   }
   auto r = run_reference("check_image.py", fmt::format("{0}/loss.png {0}/delta.png {0}/heatmap.png {0}/heatmap_train.png "
-                                                       "{0}/position.png {0}/schedule.png {0}/schedule.pdf", out));
+                                                       "{0}/position.png {0}/position_loss.png {0}/schedule.png {0}/schedule.pdf",
+                                                       out));
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   auto images = nlohmann::json::parse(r.output);
-  REQUIRE(images.size() == 7);
+  REQUIRE(images.size() == 8);
   for (const auto& img : images) {
     INFO(img.dump());
     if (img["path"].get<std::string>().size() > 4 &&
@@ -66,4 +70,7 @@ TEST_CASE("plots: loss, Delta D_l, heatmaps, position profile and schedule diagr
   auto bad = plot("delta.py", fmt::format("{} --out {}/x.png", runs.uniform, out));
   CHECK(bad.exit_code != 0);
   CHECK_THAT(bad.output, Catch::Contains("no /attention/delta") && Catch::Contains("prism distance"));
+  auto other = plot("position_loss.py", fmt::format("{} --context 999 --out {}/y.png", runs.prism, out));
+  CHECK(other.exit_code != 0);
+  CHECK_THAT(other.output, Catch::Contains("prism eval RUN --position-loss --context 999"));
 }

@@ -23,6 +23,19 @@ TEST_CASE("GPT forward gives (B, T, V) logits and a scalar loss", "[model]") {
   // Fresh GPT-2 init predicts close to uniform: loss near ln(V).
   CHECK(out.loss.item<double>() == Approx(std::log(512.0)).margin(0.3));
   CHECK_FALSE(m->forward(idx).loss.defined());
+  CHECK_FALSE(out.token_loss.defined());
+  // Per-token losses on request: (B, T), each the cross-entropy of its logits, their mean the loss.
+  ForwardOptions per_token;
+  per_token.token_losses = true;
+  auto each = m->forward(idx, targets, per_token);
+  REQUIRE(each.token_loss.sizes() == torch::IntArrayRef({3, 17}));
+  auto logits = m->forward(idx).logits;
+  auto want = torch::nn::functional::cross_entropy(
+                  logits.reshape({-1, 512}), targets.reshape({-1}),
+                  torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone))
+                  .view({3, 17});
+  CHECK(torch::allclose(each.token_loss, want, 1e-5, 1e-5));
+  CHECK(each.loss.item<double>() == Approx(out.loss.item<double>()).epsilon(1e-6));
 }
 
 TEST_CASE("each attention layer uses its scheduled head count", "[model]") {

@@ -121,3 +121,32 @@ TEST_CASE("fused LM-head cross-entropy: two forwards before one backward keep th
   lm_head_cross_entropy(c, w, t1, 256).backward();
   CHECK((c.grad() - ref1.gx).abs().max().item<double>() < 1e-6);
 }
+
+TEST_CASE("per-token LM-head losses equal cross_entropy without reduction, in row chunks, with gradients",
+          "[model][lm_loss]") {
+  torch::manual_seed(3);
+  const int64_t N = 29, d = 16, V = 300;
+  auto x = torch::randn({N, d}), w = torch::randn({V, d}) * 0.3;
+  auto t = torch::randint(0, V, {N}, torch::kLong);
+  t[4] = -1;  // ignored: loss 0, no gradient
+  t[17] = -5;
+  auto want = F::cross_entropy(F::linear(x, w), t.clamp_min(-1),
+                               F::CrossEntropyFuncOptions().ignore_index(-1).reduction(torch::kNone));
+  // 7 rows of V fp32 logits per chunk: 5 chunks, the last one short.
+  for (int64_t bytes : {int64_t{64} << 20, 7 * V * 4, int64_t{1}}) {
+    INFO("max_logit_bytes " << bytes);
+    auto xg = x.clone().requires_grad_(true), wg = w.clone().requires_grad_(true);
+    auto got = lm_head_token_losses(xg, wg, t, bytes);
+    REQUIRE(got.sizes() == torch::IntArrayRef{N});
+    CHECK(got.scalar_type() == torch::kFloat);
+    CHECK(rel(got, want) < 1e-6);
+    CHECK(got[4].item<float>() == 0.0f);
+    CHECK(got[17].item<float>() == 0.0f);
+    // The mean over counted tokens has the fused loss's gradients.
+    (got.sum() / (N - 2)).backward();
+    Grads ref = plain(x, w, t.clamp_min(-1));
+    CHECK(rel(xg.grad(), ref.gx) < 1e-5);
+    CHECK(rel(wg.grad(), ref.gw) < 1e-5);
+    CHECK(xg.grad()[4].abs().max().item<float>() == 0.0f);
+  }
+}

@@ -94,11 +94,21 @@ def load_model(path):
 
     tensors = load_file(path)
     with safe_open(path, "pt") as f:
-        heads = [int(h) for h in f.metadata()["heads"].split(",")]
-    wte, wpe = tensors["wte.weight"], tensors["wpe.weight"]
-    model = GPT(wte.shape[0], wpe.shape[0], wte.shape[1], heads, "ln_f.bias" in tensors)
+        meta = f.metadata()
+    heads = [int(h) for h in meta["heads"].split(",")]
+    wte = tensors["wte.weight"]
+    if "wpe.weight" in tensors:
+        block = tensors["wpe.weight"].shape[0]
+        model = GPT(wte.shape[0], block, wte.shape[1], heads, "ln_f.bias" in tensors)
+    else:  # rotary positions: position, rope_theta and block_size from the config the checkpoint carries
+        import yaml
+        m = (yaml.safe_load(meta["config"]) or {}).get("model", {})
+        assert m.get("position") == "rope", f"{path}: no wpe.weight and no rotary positions in its config"
+        block = int(m["block_size"])
+        model = GPT(wte.shape[0], block, wte.shape[1], heads, "ln_f.bias" in tensors, "rope",
+                    float(m.get("rope_theta", 10000.0)))
     model.load_state_dict({k: tensors[k] for k in dict(model.named_parameters())}, strict=True)
-    return model.eval(), wpe.shape[0]
+    return model.eval(), block
 
 
 def loglikelihood(model, block, ctx, cont):

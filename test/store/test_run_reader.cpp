@@ -67,6 +67,29 @@ TEST_CASE("RunReader: complete rows of a live run, eval and result groups", "[st
   CHECK_FALSE(r.has_group("eval/none/deeper"));
   CHECK_THROWS_WITH(r.read_group("attention/heldout"), Catch::Contains("no /attention/heldout") &&
                                                             Catch::Contains("prism distance"));
+  CHECK(r.groups_under("eval") == std::vector<std::string>{"extra", "piqa"});
+  CHECK(r.groups_under("val/by_position").empty());
+}
+
+TEST_CASE("RunStore: results by position go under /val/by_position, the rest of /val is the series'", "[store][reader]") {
+  TempDir dir("prism-reader");
+  const std::string h5 = dir.file("run.h5");
+  RunStore store = RunStore::create(h5, RunAttributes{"model: {d_model: 64}", {2, 4}, 7, "test"});
+  store.append_val({5, 500, 7.5, 0.25});
+  ResultGroup g;
+  g.set_real("loss", {2}, {7.0, 6.0});
+  store.write_group("val/by_position/T128", g);
+  store.write_group("val/by_position/T1024", g);
+  for (const char* bad : {"val/loss", "val/extra", "val/by_position", "train/extra"})
+    CHECK_THROWS_WITH(store.write_group(bad, g), Catch::Contains("invalid result group") &&
+                                                     Catch::Contains("val/by_position/T1024"));
+  store.append_val({10, 1000, 7.0, 0.125});  // the series goes on beside the results
+  store.close();
+  RunReader r(h5);
+  CHECK(r.groups_under("val/by_position") == std::vector<std::string>{"T1024", "T128"});
+  CHECK(r.read_group("val/by_position/T128").reals("loss", h5) == std::vector<double>{7.0, 6.0});
+  REQUIRE(r.val().size() == 2);
+  CHECK(r.val()[1].loss == 7.0);
 }
 
 TEST_CASE("RunReader: /val/loss_se and unigram_val_loss, and older files that lack them", "[store][reader]") {

@@ -98,6 +98,24 @@ TEST_CASE("every validation loss carries its standard error over batches, and ru
   CHECK(loss.back() == Approx(j["mean"].get<double>()).margin(1e-4));
   CHECK(se.back() == Approx(j["se"].get<double>()).epsilon(1e-3));
   CHECK_THAT(r.output, Catch::Contains(fmt::format("val loss {:.4f} ± {:.4f}", loss.back(), se.back())));
+  // The loss by query position at the end (train/position_loss.h): each batch's bucket
+  // means against PyTorch's per-token cross-entropy, and their mean is the val loss.
+  const auto edges = j["edges"].get<std::vector<int64_t>>();
+  REQUIRE(edges == std::vector<int64_t>{0, 1, 2, 4, 8, 16, 32});
+  auto lo = run["datasets"]["val/by_position/T32/bucket_lo"].get<std::vector<int64_t>>();
+  auto hi = run["datasets"]["val/by_position/T32/bucket_hi"].get<std::vector<int64_t>>();
+  CHECK(lo == std::vector<int64_t>(edges.begin(), edges.end() - 1));
+  CHECK(hi == std::vector<int64_t>(edges.begin() + 1, edges.end()));
+  auto by_batch = run["datasets"]["val/by_position/T32/loss_by_batch"].get<std::vector<std::vector<double>>>();
+  auto want = j["by_position"].get<std::vector<std::vector<double>>>();
+  REQUIRE(by_batch.size() == 4);
+  for (size_t b = 0; b < 4; ++b)
+    for (size_t k = 0; k < 6; ++k) CHECK(by_batch[b][k] == Approx(want[b][k]).margin(1e-4));
+  double overall = 0;
+  for (size_t b = 0; b < 4; ++b)
+    for (size_t k = 0; k < 6; ++k) overall += by_batch[b][k] * static_cast<double>(hi[k] - lo[k]) / (32.0 * 4);
+  CHECK(overall == Approx(loss.back()).margin(1e-5));
+  CHECK_THAT(r.output, Catch::Contains("val loss by position: 0 ") && Catch::Contains("-> run.h5:/val/by_position/T32"));
   // Synthetic shards have no prepare.json: the baseline is unknown, stored as NaN.
   CHECK(run["attrs"]["unigram_val_loss"].is_null());  // NaN, which read_run.py writes as null
 }

@@ -11,6 +11,7 @@
 #include "prism/analysis/distance_profile.h"
 #include "prism/analysis/run_unigram.h"
 #include "prism/error.h"
+#include "prism/train/position_loss.h"
 #include "prism/store/run_reader.h"
 
 namespace prism {
@@ -117,6 +118,32 @@ Table position_table(const RunSet& set) {
   if (t.rows.empty())
     throw Error("none of the runs has a held-out distance profile", set.runs.empty() ? "" : set.runs.front().h5,
                 "measure it: prism distance RUN --data DIR");
+  return t;
+}
+
+// Every /val/by_position/T<context> of each run (train/position_loss.h): one row per bucket.
+Table loss_by_position_table(const RunSet& set) {
+  Table t;
+  t.columns = with_run_columns({"context", "trained_context", "position", "step", "bucket", "position_lo",
+                                "position_hi", "loss", "loss_se", "batches", "dtype"});
+  for (auto& [e, r] : open_runs(set, t)) {
+    const auto contexts = r.groups_under("val/by_position");
+    if (contexts.empty()) t.notes.push_back(fmt::format("{}: no loss by position (prism eval RUN --position-loss)", e->name));
+    std::vector<PositionLoss> all;
+    for (const auto& c : contexts)
+      all.push_back(position_loss_from_group(r.read_group("val/by_position/" + c), r.path() + ":/val/by_position/" + c));
+    std::sort(all.begin(), all.end(), [](const PositionLoss& a, const PositionLoss& b) { return a.context < b.context; });
+    for (const auto& p : all) {
+      const auto loss = p.loss(), se = p.loss_se();
+      for (int64_t b = 0; b < p.buckets(); ++b)
+        t.add(row(run_cells(*e, r), p.context, p.trained_context, p.position, p.step, b, p.bucket_edges[b],
+                  p.bucket_edges[b + 1] - 1, loss[static_cast<size_t>(b)], se[static_cast<size_t>(b)], p.batches(),
+                  p.dtype));
+    }
+  }
+  if (t.rows.empty())
+    throw Error("none of the runs has a loss by position", set.runs.empty() ? "" : set.runs.front().h5,
+                "train with this prism (it stores one at the end), or measure it: prism eval RUN --position-loss");
   return t;
 }
 
@@ -322,7 +349,8 @@ Table summary_table(const RunSet& set) {
 }  // namespace
 
 const std::vector<std::string>& export_what_names() {
-  static const std::vector<std::string> names = {"loss", "val", "distance", "position", "delta", "eval", "summary"};
+  static const std::vector<std::string> names = {"loss", "val",     "distance", "position",
+                                                 "delta", "eval", "summary",  "loss_by_position"};
   return names;
 }
 
@@ -346,6 +374,7 @@ Table export_table(const RunSet& runs, ExportWhat what, const ExportOptions& opt
     case ExportWhat::Delta: return delta_table(runs, options);
     case ExportWhat::Eval: return eval_table(runs);
     case ExportWhat::Summary: return summary_table(runs);
+    case ExportWhat::LossByPosition: return loss_by_position_table(runs);
   }
   throw Error("unknown export", "--what", "use one of the documented names");
 }

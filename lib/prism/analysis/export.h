@@ -17,7 +17,7 @@
 
 namespace prism {
 
-enum class ExportWhat { Loss, Val, Distance, Position, Delta, Eval, Summary };
+enum class ExportWhat { Loss, Val, Distance, Position, Delta, Eval, Summary, LossByPosition };
 
 ExportWhat parse_export_what(const std::string& name);  // throws prism::Error listing the names
 const std::vector<std::string>& export_what_names();

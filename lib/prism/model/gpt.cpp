@@ -207,7 +207,12 @@ GPTOutput GPTImpl::forward(const torch::Tensor& idx, const torch::Tensor& target
     s = h[l]->as<Block>()->forward(s, attn, heads[l], rope, options.want_distance ? &out.distance[l] : nullptr);
   if (!options.lm_head) return out;
   auto x = ln_f->add_norm(s.x, s.r).normed;
-  if (targets.defined()) {
+  if (targets.defined() && options.token_losses) {
+    out.token_loss = lm_head_token_losses(x.reshape({-1, x.size(-1)}), working_weight(wte->weight),
+                                          targets.reshape({-1}))
+                         .view(targets.sizes());
+    out.loss = out.token_loss.sum() / (targets >= 0).sum().clamp_min(1).to(torch::kFloat);
+  } else if (targets.defined()) {
     // LM head (tied to the token embedding) and loss, by the path that suits the device (lm_loss.h).
     out.loss = lm_head_loss(x.reshape({-1, x.size(-1)}), working_weight(wte->weight), targets.reshape({-1}));
   } else {

@@ -101,6 +101,9 @@ struct ForwardOptions {
   std::optional<attention::Backend> backend;
   bool want_distance = false;  // fill GPTOutput::distance
   bool lm_head = true;         // false: stop after the last block (no ln_f, logits or loss)
+  // With targets: also GPTOutput::token_loss, each token's cross-entropy, and `loss`
+  // their mean (one LM head pass, in row chunks; validation by position).
+  bool token_losses = false;
   // This call's heads, one entry per layer; empty: the model's schedule. Any counts
   // that divide d_model run (the paper's rules 2-6 are the schedule's business, not
   // the model's); a mixture cannot report distance.
@@ -117,6 +120,8 @@ struct GPTOutput {
   torch::Tensor logits;                 // (B, T, V), when no targets were given
   torch::Tensor loss;                   // scalar mean cross-entropy, when targets were given (logits are then
                                         // not materialised: see lm_loss.h)
+  torch::Tensor token_loss;             // (B, T) fp32, with ForwardOptions::token_losses: -log p(target) per
+                                        // token, 0 where the target is ignored (< 0)
   std::vector<torch::Tensor> distance;  // per layer (B, h_l, T), when requested
 };
 

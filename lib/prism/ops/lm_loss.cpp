@@ -3,8 +3,10 @@
 #include <ATen/autocast_mode.h>
 #include <ATen/record_function.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "cpu/lm_softmax.h"
 #include "prism/ops/cpu_code_paths.h"
@@ -231,6 +233,25 @@ torch::Tensor lm_head_plain_cross_entropy(const torch::Tensor& x, const torch::T
       logits.to(torch::kFloat), t,
       torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-1).reduction(torch::kSum));
   return sum / count;
+}
+
+torch::Tensor lm_head_token_losses(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& targets,
+                                   int64_t max_logit_bytes) {
+  TORCH_CHECK(x.dim() == 2 && weight.dim() == 2 && x.size(1) == weight.size(1), "lm_head_token_losses: x (N, d), weight (V, d)");
+  TORCH_CHECK(targets.dim() == 1 && targets.size(0) == x.size(0), "lm_head_token_losses: targets (N)");
+  const int64_t N = x.size(0), V = weight.size(0);
+  const int64_t rows = std::max<int64_t>(1, max_logit_bytes / (V * 4));
+  std::vector<torch::Tensor> parts;
+  for (int64_t r = 0; r < N; r += rows) {
+    const int64_t e = std::min(N, r + rows);
+    auto t = targets.slice(0, r, e);
+    auto logits = torch::nn::functional::linear(x.slice(0, r, e), weight).to(torch::kFloat);
+    auto picked = logits.gather(1, t.clamp_min(0).unsqueeze(1)).squeeze(1);
+    auto loss = logits.logsumexp(1) - picked;
+    parts.push_back(torch::where(t >= 0, loss, torch::zeros_like(loss)));
+  }
+  if (parts.empty()) return torch::zeros({0}, x.options().dtype(torch::kFloat));
+  return parts.size() == 1 ? parts.front() : torch::cat(parts);
 }
 
 LmLossPath lm_loss_path_for(const torch::Device& device) {

@@ -48,4 +48,11 @@ torch::Tensor lm_head_cross_entropy(const torch::Tensor& x, const torch::Tensor&
 torch::Tensor lm_head_plain_cross_entropy(const torch::Tensor& x, const torch::Tensor& weight,
                                           const torch::Tensor& targets);
 
+// Each token's cross-entropy, (N) fp32: -log softmax(x W^T)[target], 0 where the
+// target is ignored (< 0). Logits are made `max_logit_bytes` at a time (rows x V in
+// fp32), never all N x V; under autocast the matmul runs in bf16 and the softmax in
+// fp32, as in the paths above. Differentiable (plain LibTorch ops).
+torch::Tensor lm_head_token_losses(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& targets,
+                                   int64_t max_logit_bytes = int64_t{64} << 20);
+
 }  // namespace prism

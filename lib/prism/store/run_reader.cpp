@@ -241,6 +241,23 @@ std::vector<EvalEntry> RunReader::eval() const {
   }
 }
 
+std::vector<std::string> RunReader::groups_under(const std::string& group) const {
+  std::vector<std::string> out;
+  if (!has_group(group)) return out;
+  QuietHdf5 quiet;
+  try {
+    H5::Group g = impl_->file->openGroup(group);
+    for (hsize_t i = 0; i < g.getNumObjs(); ++i) {
+      std::string name = g.getObjnameByIdx(i);
+      if (g.childObjType(name) == H5O_TYPE_GROUP && name.find(".partial") == std::string::npos) out.push_back(name);
+    }
+  } catch (const H5::Exception& e) {
+    throw Error(fmt::format("cannot read /{}: {}", group, hdf5::detail(e)), path_, kReadFix);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 bool RunReader::has_group(const std::string& group) const {
   QuietHdf5 quiet;
   try {
@@ -261,7 +278,8 @@ bool RunReader::has_group(const std::string& group) const {
 ResultGroup RunReader::read_group(const std::string& group) const {
   if (!has_group(group))
     throw Error(fmt::format("no /{} in this run store", group), path_,
-                "measure it first (prism distance for attention/, prism eval for eval/)");
+                "measure it first (prism distance for attention/, prism eval for eval/, prism eval --position-loss "
+                "for val/by_position/)");
   QuietHdf5 quiet;
   try {
     return hdf5::read_result_group(impl_->file->openGroup(group));

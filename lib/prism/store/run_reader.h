@@ -45,6 +45,9 @@ class RunReader {
   // Groups written by RunStore::write_group ("attention/heldout", ...).
   bool has_group(const std::string& group) const;
   ResultGroup read_group(const std::string& group) const;  // throws prism::Error when missing
+  // The names of the groups directly under `group` ("val/by_position": T128, T512, ...),
+  // sorted, none half-written (".partial"); empty when `group` is missing.
+  std::vector<std::string> groups_under(const std::string& group) const;
 
  private:
   struct Impl;

@@ -715,8 +715,10 @@ void RunStore::write_group(const std::string& path, const ResultGroup& group) {
   const size_t slash = path.find('/');
   const std::string top = path.substr(0, slash);
   const bool search = top == "search" && impl.attrs.search.enabled();
-  bool valid = (top == "attention" || top == "eval" || search) && slash != std::string::npos && path.back() != '/' &&
-               path != "search/scores";
+  // Under /val only results by position (analysis/position_loss.h): the rest of /val is the series.
+  const bool by_position = path.rfind("val/by_position/", 0) == 0;
+  bool valid = (top == "attention" || top == "eval" || search || by_position) && slash != std::string::npos &&
+               path.back() != '/' && path != "search/scores";
   for (size_t start = 0; valid && start <= path.size();) {
     size_t end = std::min(path.find('/', start), path.size());
     std::string part = path.substr(start, end - start);
@@ -725,8 +727,8 @@ void RunStore::write_group(const std::string& path, const ResultGroup& group) {
   }
   if (!valid)
     throw Error(fmt::format("invalid result group '{}'", path), path_,
-                "name a group under attention/ or eval/ (or a search run's search/), e.g. attention/heldout, "
-                "eval/piqa or search/ranking");
+                "name a group under attention/, eval/ or val/by_position/ (or a search run's search/), e.g. "
+                "attention/heldout, eval/piqa, val/by_position/T1024 or search/ranking");
   const std::string leaf = path.substr(path.rfind('/') + 1);
   const std::string parent = path.substr(0, path.rfind('/'));
   for (size_t l = 0; l < impl.attrs.heads.size(); ++l)

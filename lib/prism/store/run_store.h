@@ -119,7 +119,8 @@ class RunStore {
   void append_search_scores(const SearchScoresRow& row);
   void write_eval(const std::string& task, double acc, double acc_norm, int64_t n);
   // Writes an analysis result whole at `path` ("attention/heldout", "eval/piqa",
-  // "search/ranking", ...), under /attention, /eval or (a search run's) /search. It is built under "<path>.partial" and only then
+  // "search/ranking", "val/by_position/T1024", ...), under /attention, /eval, /val/by_position or (a search
+  // run's) /search. It is built under "<path>.partial" and only then
   // replaces an older group of that name, so a failure never leaves a half-written
   // result under the real name. The schema's own series cannot be replaced.
   void write_group(const std::string& path, const ResultGroup& group);

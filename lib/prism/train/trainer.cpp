@@ -21,6 +21,7 @@
 #include "prism/train/execution.h"
 #include "prism/train/lr_schedule.h"
 #include "prism/train/optimizer.h"
+#include "prism/train/position_loss.h"
 #include "prism/train/step.h"
 #include "prism/train/stop_signal.h"
 #include "prism/train/training_extension.h"
@@ -187,6 +188,7 @@ class Loop {
   ValRow validate(const ForwardOptions& options, int64_t batches);
   HeldOutLoss held_out_loss();
   void finish_extension();
+  void record_position_loss();
   std::vector<std::vector<double>> measure_distance();
   bool checkpoint_due(bool stop) const;
   void checkpoint();
@@ -221,7 +223,10 @@ TrainSummary Loop::run() {
   const auto t0 = Clock::now();
   try {
     train();
-    if (sum_.status == "completed") finish_extension();
+    if (sum_.status == "completed") {
+      record_position_loss();
+      finish_extension();
+    }
   } catch (const Error& e) {
     end_run("failed", e.what());
     group_->report_failure(e);  // the other ranks say why they stop (e.g. rank 0 could not save)
@@ -468,6 +473,34 @@ HeldOutLoss Loop::held_out_loss() {
   return [this](const ForwardOptions& options, int64_t batches) {
     return validate(options, batches > 0 ? std::min(batches, data_.val_batches) : data_.val_batches);
   };
+}
+
+// At the end of training, the validation loss by query position on the validation
+// windows (position_loss.h), in run.h5 under /val/by_position/T<seq_len>; rank 0
+// alone, not for a search (its model has no one schedule), nor for a finished run
+// resumed (no validation ran in this process).
+void Loop::record_position_loss() {
+  if (!group_->is_root() || !store_ || ext_ || std::isnan(sum_.val_loss)) return;
+  data_.val->reset();
+  PositionLossOptions po;
+  po.batches = data_.val_batches;
+  po.execution = &exec_;
+  PositionLoss p = measure_position_loss(model_, *data_.val, po);
+  p.step = st_.step;
+  p.trained_context = c_.train.seq_len;
+  p.checkpoint = last_checkpoint_;
+  p.data = c_.data.dir;
+  p.source = fs::path(o_.run_dir).filename().string();
+  const std::string group = position_loss_group(p.context);
+  store_->write_group(group, to_result_group(p));
+  const auto loss = p.loss();
+  std::string line;
+  for (int64_t b = 0; b < p.buckets(); ++b) {
+    const int64_t lo = p.bucket_edges[b], hi = p.bucket_edges[b + 1];
+    line += fmt::format("{}{} {:.3f}", b ? " | " : "", hi - lo == 1 ? fmt::format("{}", lo) : fmt::format("{}-{}", lo, hi - 1),
+                        loss[static_cast<size_t>(b)]);
+  }
+  log(fmt::format("val loss by position: {} -> run.h5:/{}", line, group));
 }
 
 // The extension's results once training is complete; a failure fails the run.
