@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "prism/ops/allocation_tracker.h"
 #include "prism/ops/attention_benchmark.h"
+#include "prism/ops/attention_fused.h"
 #include "prism/ops/cpu_code_paths.h"
 #include "prism/error.h"
 
@@ -187,10 +188,20 @@ Plan read_plan(const po::variables_map& vm) {
     if (p.width % D != 0)
       throw Error(fmt::format("head dim {} does not divide --width {}", D, p.width), "command line",
                   "use head dims that divide the width, e.g. 64,128,256 for 768");
+  // Without --isa each dtype takes the fused kernel's own default (fused_code_path: bf16's is measured).
   p.path = vm["isa"].as<std::string>().empty() ? attention::default_cpu_code_path()
                                                 : attention::cpu_code_path(vm["isa"].as<std::string>(), "--isa");
-  p.settings.code_path = p.path.name;
+  p.settings.code_path = vm["isa"].as<std::string>();
   return p;
+}
+
+// Where this CPU's bf16 code path was measured (fused_code_path), the choice and why.
+std::string bf16_path_line(const Plan& p) {
+  if (!p.settings.code_path.empty() || std::find(p.dtypes.begin(), p.dtypes.end(), "bf16") == p.dtypes.end())
+    return "";
+  attention::fused_code_path(torch::kBFloat16);  // measures (or reads the cache) once
+  const std::string why = attention::bf16_code_path_reason();
+  return why.empty() ? "" : "fused kernel, " + why + "\n";
 }
 
 void print_header(const Plan& p) {
@@ -199,6 +210,7 @@ void print_header(const Plan& p) {
             << "machine: " << machine_description() << "\n"
             << fmt::format("fused kernel: code path {} ({}), {} threads (set with --threads; default all cores)\n",
                            p.path.name, p.path.description, torch::get_num_threads())
+            << bf16_path_line(p)
             << fmt::format("LibTorch (sdpa, reference): CPU capability {}\n", at::get_cpu_capability())
             << fmt::format("shape: width {}, H = {} / D heads, B = max(1, {} / T) sequences; q, k, v strided views "
                            "of one (B, T, 3, H, D) tensor\n",

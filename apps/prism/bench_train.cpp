@@ -25,6 +25,7 @@
 #include "cli.h"
 #include "prism/ops/adamw.h"
 #include "prism/ops/attention.h"
+#include "prism/ops/attention_fused.h"
 #include "prism/ops/cpu_code_paths.h"
 #include "prism/data/dataset.h"
 #include "prism/error.h"
@@ -317,7 +318,7 @@ std::string attention_path(const std::string& backend, const HeadSchedule& s, co
     const auto q = torch::empty({1, 1, heads, mc.d_model / heads}, bf16 ? torch::kBFloat16 : torch::kFloat);
     const auto b = attention::resolve_backend(o, q);
     std::string part = attention::backend_name(b);
-    if (b == attention::Backend::Fused) part += " (" + attention::default_cpu_code_path().name + ")";
+    if (b == attention::Backend::Fused) part += " (" + attention::fused_code_path(q.scalar_type()).name + ")";
     if (std::find(parts.begin(), parts.end(), part) == parts.end()) parts.push_back(part);
   }
   return fmt::format("{}", fmt::join(parts, ", "));

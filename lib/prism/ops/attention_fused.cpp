@@ -2,9 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <vector>
 
 #include "cpu/attention_cpu.h"
+#include "prism/machine_cache.h"
 #include "prism/ops/cpu_code_paths.h"
 #include "prism/ops/kernel_params.h"
 #include "prism/error.h"
@@ -70,7 +75,77 @@ class FusedAttentionFunction : public torch::autograd::Function<FusedAttentionFu
   }
 };
 
+// Seconds of the best of `rounds` forward + backward passes of a (1, 512, 4, 64) bf16
+// problem on each of `isas`, taking turns (as one loaded core slows both alike).
+std::vector<double> time_bf16_paths(const std::vector<kc::Isa>& isas, int rounds) {
+  torch::NoGradGuard outer;
+  auto gen = torch::make_generator<at::CPUGeneratorImpl>(1234);
+  auto qkv = torch::randn({1, 512, 3, 4, 64}, gen, torch::dtype(torch::kFloat)).to(torch::kBFloat16);
+  auto dout = torch::randn({1, 512, 4, 64}, gen, torch::dtype(torch::kFloat)).to(torch::kBFloat16);
+  const int64_t threads = torch::get_num_threads();
+  std::vector<double> best(isas.size(), 1e30);
+  for (int r = 0; r < rounds + 1; ++r) {  // round 0 warms up
+    for (size_t i = 0; i < isas.size(); ++i) {
+      torch::AutoGradMode grad(true);
+      auto leaf = qkv.clone().requires_grad_(true);
+      auto q = leaf.select(2, 0), k = leaf.select(2, 1), v = leaf.select(2, 2);
+      const auto t0 = std::chrono::steady_clock::now();
+      auto out = FusedAttentionFunction::apply(q, k, v, false, static_cast<int64_t>(isas[i]), threads)[0];
+      out.backward(dout);
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (r > 0) best[i] = std::min(best[i], s);
+    }
+  }
+  return best;
+}
+
+struct Bf16Choice {
+  CpuCodePath path;
+  std::string reason;
+};
+
+// The decision, cached per machine (machine_cache.h) so that every process here, a
+// resumed run included, takes the same path: the two paths differ in rounding.
+const Bf16Choice& bf16_choice() {
+  static const Bf16Choice choice = [] {
+    Bf16Choice c{default_cpu_code_path(), ""};
+    const char* env = std::getenv("PRISM_CPU_ISA");
+    if (c.path.name != kc::isa_name(kc::Isa::Avx512Bf16) || (env && *env)) return c;
+    const std::string file = machine_cache_file("cpu-attention.json");
+    const std::string key = fmt::format("{} | {} threads | fused attention, bf16 inputs: avx512_bf16 / avx512 time",
+                                        cpu_model_name(), torch::get_num_threads());
+    const auto cache = read_machine_cache(file);
+    double ratio = 0;
+    std::string how;
+    if (cache.contains(key) && cache[key].is_object() && cache[key].value("ratio", 0.0) > 0) {
+      ratio = cache[key].value("ratio", 0.0);
+      how = "measured before, cached in " + file;
+    } else {
+      const auto t = time_bf16_paths({kc::Isa::Avx512Bf16, kc::Isa::Avx512}, 3);
+      ratio = t[0] / t[1];
+      try {
+        write_machine_cache_entry(file, key, {{"ratio", ratio}});
+        how = "measured now, cached in " + file;
+      } catch (const std::exception& e) {
+        how = std::string("measured now; not cached: ") + e.what();
+      }
+    }
+    if (ratio > 1.0) c.path = cpu_code_path(kc::isa_name(kc::Isa::Avx512), kWhere);
+    c.reason = fmt::format("bf16 inputs: code path {} (AVX512-BF16 pair dot products took {:.2f}x the time of "
+                           "avx512's fp32 arithmetic on the same inputs here) [{}]",
+                           c.path.name, ratio, how);
+    return c;
+  }();
+  return choice;
+}
+
 }  // namespace
+
+CpuCodePath fused_code_path(torch::ScalarType dtype) {
+  return dtype == torch::kBFloat16 ? bf16_choice().path : default_cpu_code_path();
+}
+
+std::string bf16_code_path_reason() { return bf16_choice().reason; }
 
 std::string fused_unsupported_reason(const torch::Tensor& q, double dropout_p) {
   if (!q.device().is_cpu()) return fmt::format("it runs on the CPU and the inputs are on {}", q.device().str());
@@ -85,7 +160,7 @@ Output fused_attention(const torch::Tensor& q, const torch::Tensor& k, const tor
   check_qkv(q, k, v, kWhere);
   if (auto why = fused_unsupported_reason(q, 0.0); !why.empty())
     throw Error("the fused attention kernel cannot run: " + why, kWhere, kFix);
-  const CpuCodePath path = opt.code_path.empty() ? default_cpu_code_path() : cpu_code_path(opt.code_path, kWhere);
+  const CpuCodePath path = opt.code_path.empty() ? fused_code_path(q.scalar_type()) : cpu_code_path(opt.code_path, kWhere);
   const auto isa = kc::isa_by_name(path.name);
   const int threads = opt.num_threads > 0 ? opt.num_threads : torch::get_num_threads();
   auto res = FusedAttentionFunction::apply(q, k, v, opt.want_distance, static_cast<int64_t>(isa),

@@ -7,12 +7,13 @@
 #include <string>
 
 #include "prism/ops/attention.h"
+#include "prism/ops/cpu_code_paths.h"
 
 namespace prism::attention {
 
 struct FusedOptions {
   bool want_distance = false;
-  std::string code_path;  // a name from cpu_code_paths(); "" = default_cpu_code_path()
+  std::string code_path;  // a name from cpu_code_paths(); "" = fused_code_path(the inputs' dtype)
   int num_threads = 0;    // 0: LibTorch's intra-op thread count
 };
 
@@ -22,6 +23,18 @@ struct FusedOptions {
 // cannot run on this CPU.
 Output fused_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                        const FusedOptions& opt = {});
+
+// The code path the fused kernel takes by default for inputs of `dtype`: for fp32,
+// default_cpu_code_path(); for bf16 on a CPU whose best path is avx512_bf16 (pair dot
+// products), that path only where it runs faster than avx512's fp32 arithmetic on the
+// same bf16 inputs, measured once per process (~30 ms: a 512-token forward + backward
+// on each path, rounds taking turns, best of each). On an Intel Xeon (Sapphire Rapids,
+// AVX512-BF16 and AMX) the pair products ran 1.45x slower than fp32 arithmetic; on Zen
+// 4/5 they are the faster kind. PRISM_CPU_ISA, when set, is obeyed as it is.
+CpuCodePath fused_code_path(torch::ScalarType dtype);
+
+// What the bf16 measurement found, one line ("" until it ran, or where it does not run).
+std::string bf16_code_path_reason();
 
 // Why the fused kernel cannot run on these inputs, or "" when it can.
 std::string fused_unsupported_reason(const torch::Tensor& q, double dropout_p);

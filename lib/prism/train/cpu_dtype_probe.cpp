@@ -5,35 +5,21 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <ctime>
-#include <filesystem>
-#include <fstream>
 #include <optional>
-#include <sstream>
 
-#include "prism/atomic_file.h"
+#include "prism/machine_cache.h"
 #include "prism/train/execution.h"
 
 namespace prism {
 namespace {
 
-namespace fs = std::filesystem;
-
 std::string env_or_empty(const char* name) {
   const char* v = std::getenv(name);
   return v ? v : "";
-}
-
-std::string cpu_model_name() {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind("model name", 0) == 0 || line.rfind("Model", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown CPU";
 }
 
 double best_gflops(const torch::Tensor& a, const torch::Tensor& b, double best) {
@@ -42,15 +28,6 @@ double best_gflops(const torch::Tensor& a, const torch::Tensor& b, double best) 
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const double n = static_cast<double>(a.size(0));
   return std::max(best, 2.0 * n * n * n / s / 1e9);
-}
-
-nlohmann::json read_cache(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return nlohmann::json::object();
-  std::stringstream ss;
-  ss << in.rdbuf();
-  auto j = nlohmann::json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
-  return j.is_object() ? j : nlohmann::json::object();
 }
 
 std::optional<MatmulRates> cached_rates(const nlohmann::json& cache, const std::string& key) {
@@ -64,23 +41,8 @@ std::optional<MatmulRates> cached_rates(const nlohmann::json& cache, const std::
   return r;
 }
 
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
-
-// Adds this key's rates to the cache file. Another process may write it at the same
-// time: each writes its own temporary file and renames it into place, so the file is
-// always whole (one of the two entries may be lost, and is measured again next time).
 void write_cache(const std::string& path, const std::string& key, const MatmulRates& r) {
-  nlohmann::json cache = read_cache(path);
-  cache[key] = {{"fp32_gflops", r.fp32_gflops}, {"bf16_gflops", r.bf16_gflops}, {"n", r.n}, {"measured", utc_now()}};
-  fs::create_directories(fs::path(path).parent_path());
-  const std::string mine = fmt::format("{}.{}", path, ::getpid());
-  write_file_atomic(mine, cache.dump(2) + "\n");
-  fs::rename(mine, path);
+  write_machine_cache_entry(path, key, {{"fp32_gflops", r.fp32_gflops}, {"bf16_gflops", r.bf16_gflops}, {"n", r.n}});
 }
 
 }  // namespace
@@ -116,14 +78,7 @@ CpuDtypeChoice decide_cpu_dtype(const MatmulRates& rates, bool native_bf16) {
   return c;
 }
 
-std::string cpu_dtype_cache_path() {
-  fs::path dir;
-  if (const std::string d = env_or_empty("PRISM_CACHE_DIR"); !d.empty()) dir = d;
-  else if (const std::string x = env_or_empty("XDG_CACHE_HOME"); !x.empty()) dir = fs::path(x) / "prism";
-  else if (const std::string h = env_or_empty("HOME"); !h.empty()) dir = fs::path(h) / ".cache" / "prism";
-  else dir = fs::temp_directory_path() / fmt::format("prism-cache-uid{}", ::getuid());
-  return (dir / "cpu-dtype.json").string();
-}
+std::string cpu_dtype_cache_path() { return machine_cache_file("cpu-dtype.json"); }
 
 std::string cpu_dtype_cache_key() {
   std::string caps;
@@ -136,7 +91,7 @@ std::string cpu_dtype_cache_key() {
 CpuDtypeChoice choose_cpu_dtype() {
   if (!cpu_supports_bf16()) return decide_cpu_dtype({}, false);
   const std::string path = cpu_dtype_cache_path(), key = cpu_dtype_cache_key();
-  if (const auto rates = cached_rates(read_cache(path), key)) {
+  if (const auto rates = cached_rates(read_machine_cache(path), key)) {
     CpuDtypeChoice c = decide_cpu_dtype(*rates, true);
     c.cached = true;
     c.reason += fmt::format(" [measured before, cached in {}]", path);
