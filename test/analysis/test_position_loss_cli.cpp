@@ -80,3 +80,43 @@ TEST_CASE("prism eval --position-loss: loss by position past the trained context
   CHECK(stray.exit_code != 0);
   CHECK_THAT(stray.output, Catch::Contains("--context belongs to --position-loss"));
 }
+
+TEST_CASE("block_size 8192: a learned-position model trains, measures distance, checkpoints and evaluates at 8192",
+          "[analysis][eval][cli][long]") {
+  TempDir dir("prism-long-context");
+  const std::string shards = dir.file("shards");
+  auto s = run_reference("make_shards.py", shards + " --vocab 512 --train-tokens 40000 --val-tokens 20000");
+  INFO(s.output);
+  REQUIRE(s.exit_code == 0);
+  const std::string config = dir.file("long.yaml");
+  write_file(config, fmt::format(
+      "model: {{preset: test-tiny, vocab_size: 512, block_size: 8192}}\n"
+      "schedule: {{heads: [2, 4]}}\n"
+      "train: {{batch_size: 1, seq_len: 8192, max_steps: 2, lr: 3.0e-3, warmup_steps: 1, eval_every: 2,\n"
+      "        eval_tokens: 8192, distance_every: 2, distance_batch: 1, checkpoint_every: 2, log_every: 1,\n"
+      "        threads: 2, dtype: fp32}}\n"
+      "data: {{dir: {}}}\n",
+      shards));
+  const std::string run = dir.file("runs/long");
+  auto t = run_prism(fmt::format("train {} --out {}", config, run));
+  INFO(t.output);
+  REQUIRE(t.exit_code == 0);
+  CHECK_THAT(t.output, Catch::Contains("-> run.h5:/val/by_position/T8192"));
+  auto d = read_run(run + "/run.h5")["datasets"];
+  // The checkpoint keeps the 8192-row position table; the distance telemetry ran at 8192.
+  auto D = d["attention/distance"].get<std::vector<std::vector<double>>>();
+  REQUIRE(D.size() == 2);
+  for (double x : D.back()) {
+    CHECK(x > 0);
+    CHECK(x < 8192);
+  }
+  auto lo = d["val/by_position/T8192/bucket_lo"].get<std::vector<int64_t>>();
+  REQUIRE(lo.size() == 14);  // 0, 1, 2, 4, ..., 4096
+  CHECK(lo.back() == 4096);
+  // The checkpoint loads (8192 positions) and evaluates at its full context.
+  auto e = run_prism(fmt::format("eval {} --position-loss --tokens 8192 --threads 2 --no-store", run));
+  INFO(e.output);
+  REQUIRE(e.exit_code == 0);
+  CHECK_THAT(e.output, Catch::Contains("loss by position at context 8192 on 8192 validation tokens (1 batches of 1 x 8192)"));
+  CHECK_THAT(e.output, Catch::Contains("4096-8191"));
+}
