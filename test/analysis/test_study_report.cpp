@@ -178,6 +178,30 @@ TEST_CASE("a study end to end: sweep, post-processing with a failure and a resum
   CHECK(std::stod(cell(loss, 0, "val_loss_se_run")) > 0);
   CHECK(prism::read_csv(rep + "/paired.csv").rows.size() == 2);
 
+  // Loss by query position (each run's /val/by_position/T32): buckets 0, 1, 2-3, ..., 16-31, the
+  // mean over seeds, and the schedule's difference from uniform paired by seed.
+  CHECK_THAT(md, Catch::Contains("### Validation loss by query position") && Catch::Contains("| 16-31 |"));
+  std::map<std::string, std::map<std::string, std::vector<double>>> by_pos;  // schedule -> seed -> bucket losses
+  for (size_t i = 0; i < runs.rows.size(); ++i) {
+    prism::RunReader run(out + "/" + cell(runs, i, "run_dir"));
+    by_pos[cell(runs, i, "schedule")][cell(runs, i, "seed")] =
+        run.read_group("val/by_position/T32").reals("loss", run.path());
+  }
+  auto pos = prism::read_csv(rep + "/loss_by_position.csv");
+  REQUIRE(pos.rows.size() == 2 * 6);
+  CHECK(cell(pos, 6, "schedule") == paper_schedule);
+  CHECK(cell(pos, 11, "position_lo") == "16");
+  CHECK(cell(pos, 11, "position_hi") == "31");
+  for (size_t b = 0; b < 6; ++b) {
+    const auto& up = by_pos["uniform"];
+    const auto& pp = by_pos[paper_schedule];
+    CHECK(std::stod(cell(pos, b, "loss")) == Approx((up.at("0")[b] + up.at("1")[b]) / 2).epsilon(1e-9));
+    const double e0 = pp.at("0")[b] - up.at("0")[b], e1 = pp.at("1")[b] - up.at("1")[b];
+    CHECK(std::stod(cell(pos, 6 + b, "diff_vs_uniform")) == Approx((e0 + e1) / 2).epsilon(1e-9));
+    CHECK(cell(pos, 6 + b, "diff_pairs") == "2");
+    CHECK(cell(pos, b, "diff_vs_uniform").empty());  // uniform has no difference
+  }
+
   // Milestones: 3 levels from the uniform curve at 10% of its steps down to the highest final loss of a run;
   // each crossing lies where the run's own curve passes the level.
   auto miles = prism::read_csv(rep + "/milestones.csv");

@@ -92,6 +92,38 @@ PairedDiff loss_difference(const StudyConfig& c, const StudyConfig& base, double
   return d;
 }
 
+// Per bucket of query positions: the mean loss over the runs and, with a baseline, the
+// difference paired by seed. Empty unless every run (of both) has the same buckets.
+std::vector<PositionCell> position_cells(const StudyConfig& c, const StudyConfig* base, double confidence) {
+  std::vector<PositionCell> out;
+  if (c.runs.empty()) return out;
+  const auto& first = c.runs.front()->by_position;
+  auto same = [&](const StudyRun* r) { return r->by_position && first && r->by_position->bucket_edges == first->bucket_edges; };
+  if (!std::all_of(c.runs.begin(), c.runs.end(), same)) return out;
+  const bool paired = base && !base->runs.empty() && std::all_of(base->runs.begin(), base->runs.end(), same);
+  for (int64_t b = 0; b < first->buckets(); ++b) {
+    PositionCell cell;
+    cell.lo = first->bucket_edges[b];
+    cell.hi = first->bucket_edges[b + 1];
+    std::vector<double> values, diffs;
+    for (const auto* r : c.runs) values.push_back(r->by_position->loss()[static_cast<size_t>(b)]);
+    cell.seeds = static_cast<int>(values.size());
+    cell.loss = mean_of(values);
+    cell.loss_ci = mean_interval(values, confidence);
+    if (paired)
+      for (const auto* r : c.runs)
+        for (const auto* u : base->runs)
+          if (r->seed == u->seed)
+            diffs.push_back(r->by_position->loss()[static_cast<size_t>(b)] - u->by_position->loss()[static_cast<size_t>(b)]);
+    cell.pairs = static_cast<int>(diffs.size());
+    cell.diff = diffs.empty() ? kNaN : mean_of(diffs);
+    cell.diff_ci = diffs.size() >= 2 ? mean_interval(diffs, confidence) : Interval{kNaN, kNaN};
+    cell.p = diffs.size() >= 2 ? mean_p_value(diffs) : kNaN;
+    out.push_back(cell);
+  }
+  return out;
+}
+
 // The first crossing of `level` by a validation curve: (step, tokens), linearly
 // interpolated between the evaluations around it; NaN when it never gets there.
 std::pair<double, double> crossing(const std::vector<ValRow>& val, double level) {
@@ -448,6 +480,7 @@ StudyReport build_study_report(Study study, const ReportOptions& o) {
       cr.tasks = task_scores(c, cr.baseline, s.tasks);
       cr.throughput = measure_throughput(c, cr.baseline, o);
       add_delta(cr, o.confidence);
+      cr.by_position = position_cells(c, cr.baseline, o.confidence);
       s.configs.push_back(std::move(cr));
     }
     rep.scales.push_back(std::move(s));
@@ -460,8 +493,11 @@ namespace {
 
 // The report's tables, their columns named, no rows yet.
 struct ReportTables {
-  Table loss, paired, miles, zero, thr, delta, curves, figures;
+  Table loss, paired, miles, zero, thr, delta, curves, figures, by_position;
   ReportTables() {
+    by_position.columns = {"scale", "schedule", "settings", "bucket", "position_lo", "position_hi", "seeds", "loss",
+                           "loss_ci_lo", "loss_ci_hi", "diff_vs_uniform", "diff_ci_lo", "diff_ci_hi", "diff_p",
+                           "diff_pairs", "confidence"};
     loss.columns = {"scale", "schedule", "heads", "settings", "parameters", "seeds", "val_loss_mean", "val_loss_ci_lo",
                     "val_loss_ci_hi", "val_loss_sd_seeds", "val_loss_se_run", "unigram_val_loss", "diff_vs_uniform",
                     "diff_ci_lo", "diff_ci_hi", "diff_p", "diff_p_holm", "diff_method", "diff_pairs", "diff_runs",
@@ -543,6 +579,12 @@ std::vector<std::pair<std::string, Table>> report_tables(const StudyReport& rep)
         figures.add({report_figure("delta", sc, &c), std::string("delta"), sc.label, c.label(),
                      fmt::format("{}: Delta D_l, {} - uniform (transitions dashed)", sc.label, c.label())});
       }
+      for (size_t b = 0; b < cr.by_position.size(); ++b) {
+        const auto& p = cr.by_position[b];
+        tables.by_position.add({sc.label, c.schedule, c.settings, int64_t(b), p.lo, p.hi - 1, int64_t(p.seeds), p.loss,
+                                p.loss_ci.lo, p.loss_ci.hi, p.diff, p.diff_ci.lo, p.diff_ci.hi, p.p,
+                                int64_t(p.pairs), conf});
+      }
       for (const auto* r : c.runs)
         for (const auto& v : r->val)
           curves.add({sc.label, c.schedule, c.settings, r->name, int64_t(r->seed), v.step, v.tokens, v.loss,
@@ -551,7 +593,7 @@ std::vector<std::pair<std::string, Table>> report_tables(const StudyReport& rep)
   }
   return {{"final_loss.csv", loss},   {"paired.csv", paired}, {"milestones.csv", miles},
           {"zero_shot.csv", zero},    {"throughput.csv", thr}, {"delta.csv", delta},
-          {"curves.csv", curves},     {"figures.csv", figures}};
+          {"curves.csv", curves},     {"figures.csv", figures}, {"loss_by_position.csv", tables.by_position}};
 }
 
 std::vector<std::string> write_study_report(const StudyReport& rep, const std::string& out_dir) {

@@ -101,6 +101,19 @@ struct Throughput {
   std::string note;               // why it was not measured ("" when it was)
 };
 
+// The validation loss of one bucket of query positions (/val/by_position at the trained
+// context): its mean over seeds and, against the uniform baseline, the difference paired by seed.
+struct PositionCell {
+  int64_t lo = 0, hi = 0;         // positions [lo, hi)
+  int seeds = 0;
+  double loss = 0;
+  Interval loss_ci{};
+  int pairs = 0;
+  double diff = 0;                // NaN without pairs
+  Interval diff_ci{};             // NaN below 2 pairs
+  double p = 0;                   // paired t-test, nominal (NaN below 2 pairs)
+};
+
 struct ConfigReport {
   const StudyConfig* config = nullptr;
   const StudyConfig* baseline = nullptr;  // its uniform configuration (nullptr: it is one, or none)
@@ -112,6 +125,7 @@ struct ConfigReport {
   std::optional<DistanceDelta> delta;
   std::vector<int> transitions;   // layers l >= 1 where the head count changes
   std::string delta_note;         // why there is no Delta D_l
+  std::vector<PositionCell> by_position;  // empty unless every run has one, on the same buckets
   // Holm-adjusted seed p-values per layer, over every layer of every schedule in
   // the report (raw and position-normalised distance: two families).
   std::vector<double> delta_p_holm, delta_p_holm_normalized;

@@ -326,6 +326,36 @@ void delta_tables(std::ostringstream& md, const ScaleReport& s, const std::strin
 
 }  // namespace
 
+// Per schedule against uniform: the validation loss by query position (buckets that double
+// in width) at the trained context, the difference paired by seed with its interval.
+void position_table(std::ostringstream& md, const ScaleReport& s, const std::string& pct) {
+  const ConfigReport* any = nullptr;
+  for (const auto& cr : s.configs)
+    if (!cr.by_position.empty()) any = &cr;
+  if (!any) return;
+  md << "### Validation loss by query position\n\n"
+     << "Each run's final validation loss in buckets of query positions that double in width (`/val/by_position`, "
+     << "at the context it trained on), the mean over seeds; a schedule's row gives its difference from the uniform "
+     << "runs of the same seed and values, with its " << pct << " interval over seeds (nominal).\n\n| schedule";
+  for (size_t b = 0; b < any->by_position.size(); ++b) {
+    const auto& p = any->by_position[b];
+    md << (p.hi - p.lo == 1 ? fmt::format(" | {}", p.lo) : fmt::format(" | {}-{}", p.lo, p.hi - 1));
+  }
+  md << " |\n|---";
+  for (size_t b = 0; b < any->by_position.size(); ++b) md << "|---";
+  md << "|\n";
+  for (const auto& cr : s.configs) {
+    if (cr.by_position.empty()) continue;
+    md << "| " << row_label(*cr.config);
+    for (const auto& p : cr.by_position) {
+      md << " | " << num(p.loss, 4);
+      if (!cr.config->uniform && std::isfinite(p.diff)) md << " (" << signed_num(p.diff, 4) << interval(p.diff_ci, 4, true) << ")";
+    }
+    md << " |\n";
+  }
+  md << "\n";
+}
+
 std::string report_markdown(const StudyReport& rep) {
   std::ostringstream md;
   preamble(md, rep);
@@ -347,6 +377,7 @@ std::string report_markdown(const StudyReport& rep) {
     main_table(md, s, alpha);
     md << fmt::format("![Validation loss, {}]({})\n\n", sc.label, report_figure("loss", sc, nullptr));
     milestone_table(md, s, pct);
+    position_table(md, s, pct);
     zero_shot_table(md, s, alpha);
     throughput_table(md, s);
     delta_tables(md, s, pct, alpha);

@@ -155,6 +155,10 @@ StudyRun read_run(const Trial& t, const std::string& sweep, const std::string& r
   s.evals = read_evals(r);
   if (r.has_group("attention/heldout")) s.profile = read_profile(r, false);
   if (s.profile) s.profile->source = t.name;
+  for (const auto& name : r.groups_under("val/by_position")) {
+    PositionLoss p = position_loss_from_group(r.read_group("val/by_position/" + name), r.path() + ":/val/by_position/" + name);
+    if (p.trained_context > 0 && p.context == p.trained_context) s.by_position = std::move(p);
+  }
   return s;
 }
 

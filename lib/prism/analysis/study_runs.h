@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "prism/analysis/distance_profile.h"
+#include "prism/train/position_loss.h"
 #include "prism/store/run_store.h"
 
 namespace prism {
@@ -57,6 +58,7 @@ struct StudyRun {
   int64_t vocab_size = 0;      // the model's vocabulary (0: unknown)
   std::vector<StudyEval> evals;
   std::optional<DistanceProfile> profile;  // /attention/heldout
+  std::optional<PositionLoss> by_position;  // /val/by_position at the context it trained on
 
   double final_val() const;
   double final_val_se() const;
