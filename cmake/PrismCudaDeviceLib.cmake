@@ -1,7 +1,8 @@
 # prism_device_lib: what prism-device-bench and prism_device_tests need and no more:
 # the kernels (CPU + CUDA), every op binding of lib/prism/ops (the CUDA one included), the GPT model
 # with its LM-head loss, fused bias + GELU, residual add + LayerNorm and bf16 working copies, and what those
-# need (error, model_config, attention back-end names, head schedules).
+# need (error, model_config, attention back-end names, head schedules, and the cache of measured machine
+# facts the fused kernel's bf16 code path is kept in: machine_cache, atomic_file).
 # LibTorch alone: fmt header-only from LibTorch's bundled copy; no yaml-cpp, HDF5,
 # Boost or PCRE2. Both builds define it:
 #   PRISM_DEVICE_MINIMAL   it is the build (cmake/PrismDeviceMinimal.cmake)
@@ -16,6 +17,8 @@ find_package(Threads REQUIRED)
 set(_src ${CMAKE_CURRENT_LIST_DIR}/..)
 set(PRISM_DEVICE_SOURCES
   ${_src}/lib/prism/error.cpp
+  ${_src}/lib/prism/atomic_file.cpp
+  ${_src}/lib/prism/machine_cache.cpp
   ${_src}/lib/prism/config/model_config.cpp
   ${_src}/lib/prism/config/attention_backend.cpp
   ${_src}/lib/prism/schedule/head_schedule.cpp
@@ -37,6 +40,18 @@ else()
 endif()
 target_include_directories(prism_device_lib PUBLIC ${_src}/lib)
 target_include_directories(prism_device_lib SYSTEM PUBLIC ${TORCH_INCLUDE_DIRS})
+# nlohmann/json.hpp (machine_cache.cpp): the full build's target; in the minimal build the headers
+# scripts/device-prepare.sh carries in .device/ (nlohmann-json3-dev), else the system's.
+if(TARGET nlohmann_json::nlohmann_json)
+  target_link_libraries(prism_device_lib PUBLIC nlohmann_json::nlohmann_json)
+else()
+  find_path(PRISM_NLOHMANN_INCLUDE_DIR nlohmann/json.hpp HINTS ${_src}/.device/root/usr/include)
+  if(NOT PRISM_NLOHMANN_INCLUDE_DIR)
+    message(FATAL_ERROR "prism: nlohmann/json.hpp not found. Fix: run scripts/device-prepare.sh (it carries "
+                        "nlohmann-json3-dev in .device/) or install nlohmann-json3-dev")
+  endif()
+  target_include_directories(prism_device_lib SYSTEM PUBLIC ${PRISM_NLOHMANN_INCLUDE_DIR})
+endif()
 target_compile_options(prism_device_lib PRIVATE ${PRISM_WARNINGS})
 target_compile_definitions(prism_device_lib PUBLIC
   FMT_HEADER_ONLY=1 PRISM_VERSION="${PROJECT_VERSION}" $<$<BOOL:${PRISM_WITH_CUDA}>:PRISM_WITH_CUDA=1>)
