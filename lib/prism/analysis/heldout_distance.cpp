@@ -45,18 +45,7 @@ void validate(const HeldOutRequest& r) {
   t_quantile(r.confidence, 1);  // rejects a bad level before any work
 }
 
-std::vector<std::string> held_out_shards(const std::string& data) {
-  if (fs::is_regular_file(data)) return {data};
-  return find_shards(data, "val");
-}
 
-// Identifies the windows read: shard names and sizes (the loader's fingerprint) and the shape.
-std::string tokens_id(const std::vector<std::string>& shards, const TokenLoader& loader, int64_t batches) {
-  std::string names;
-  for (const auto& s : shards) names += (names.empty() ? "" : ",") + fs::path(s).filename().string();
-  return fmt::format("{}|{:016x}|{}x{}x{}", names, loader.state().fingerprint, batches, loader.options().batch,
-                     loader.options().seq_len);
-}
 
 // The run's directory name, or the checkpoint path when it has no run directory.
 std::string run_label(const std::string& checkpoint) {
@@ -119,7 +108,7 @@ Measured measure_one(const HeldOutRequest& r, const Target& t, const std::vector
   p.checkpoint = m.model.path;
   p.step = m.model.step;
   p.data = fmt::format("{}", fmt::join(shards, ","));
-  p.tokens_id = tokens_id(shards, loader, batches);
+  p.tokens_id = held_out_tokens_id(shards, loader, batches);
   say(r.print, fmt::format("{} (step {}, heads [{}], {}): D_l on {} held-out tokens ({} batches of {} x {}), "
                            "threads {}, back end {}\n",
                            name, m.model.step, fmt::join(p.heads, ","), m.model.path, p.tokens(), batches, r.batch, T,
@@ -129,6 +118,19 @@ Measured measure_one(const HeldOutRequest& r, const Target& t, const std::vector
 }
 
 }  // namespace
+
+std::vector<std::string> held_out_shards(const std::string& data) {
+  if (fs::is_regular_file(data)) return {data};
+  return find_shards(data, "val");
+}
+
+// Identifies the windows read: shard names and sizes (the loader's fingerprint) and the shape.
+std::string held_out_tokens_id(const std::vector<std::string>& shards, const TokenLoader& loader, int64_t batches) {
+  std::string names;
+  for (const auto& s : shards) names += (names.empty() ? "" : ",") + fs::path(s).filename().string();
+  return fmt::format("{}|{:016x}|{}x{}x{}", names, loader.state().fingerprint, batches, loader.options().batch,
+                     loader.options().seq_len);
+}
 
 HeldOutResult measure_heldout(const HeldOutRequest& r) {
   validate(r);

@@ -12,6 +12,7 @@
 #include "prism/analysis/distance_delta.h"
 #include "prism/analysis/distance_profile.h"
 #include "prism/model/placement.h"
+#include "prism/train/loader.h"
 
 namespace prism {
 
@@ -36,6 +37,14 @@ struct HeldOutResult {
   std::vector<std::string> stores;               // where each profile went, Prism runs first
   std::optional<DistanceDelta> delta;            // with baselines
 };
+
+// The held-out shards of `data`: a prepared corpus directory (its validation shards,
+// find_shards' errors when there are none) or one shard file.
+std::vector<std::string> held_out_shards(const std::string& data);
+
+// Identifies the windows read: shard names and sizes (the loader's fingerprint) and the
+// shape, "name,...|fingerprint|batches x B x T".
+std::string held_out_tokens_id(const std::vector<std::string>& shards, const TokenLoader& loader, int64_t batches);
 
 // Loads each checkpoint once (onto request.placement) and measures it; writes
 // nothing until every run is measured and its destination checked, so a bad

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "prism/analysis/heldout_distance.h"
 #include "prism/analysis/result_store.h"
 #include "prism/error.h"
 #include "prism/store/checkpoint_reader.h"
@@ -17,18 +18,6 @@ namespace {
 
 void say(const std::function<void(const std::string&)>& to, const std::string& text) {
   if (to) to(text);
-}
-
-// The validation shards of `data` (a prepared corpus directory or one shard file).
-std::vector<std::string> shards_of(const std::string& data, const std::string& where) {
-  if (fs::is_regular_file(data)) return {data};
-  if (!fs::is_directory(data))
-    throw Error("no such corpus directory or shard", where,
-                "pass --data with a prepared corpus (prism data prepare) or one validation shard");
-  auto shards = find_shards(data, "val");
-  if (shards.empty())
-    throw Error("no validation shards (*_val_*.bin)", data, "prepare the corpus with prism data prepare, or pass --data");
-  return shards;
 }
 
 }  // namespace
@@ -45,7 +34,7 @@ PositionLoss evaluate_position_loss(const PositionLossRequest& r) {
   const int64_t trained = cfg.train.seq_len > 0 ? cfg.train.seq_len : cfg.model.block_size;
   const int64_t T = r.context > 0 ? r.context : trained;
   const std::string data = r.data.empty() ? cfg.data.dir : r.data;
-  const auto shards = shards_of(data, r.data.empty() ? "the run's data.dir (" + data + ")" : "--data");
+  const auto shards = held_out_shards(data);
   const int64_t batch = r.batch > 0 ? r.batch : std::max<int64_t>(1, 8192 / T);
   LoaderOptions lo;
   lo.shards = shards;
@@ -72,10 +61,8 @@ PositionLoss evaluate_position_loss(const PositionLossRequest& r) {
   p.step = m.step;
   p.trained_context = trained;
   p.checkpoint = m.path;
-  std::string names;
-  for (const auto& s : shards) names += (names.empty() ? "" : ",") + fs::path(s).filename().string();
   p.data = data;
-  p.tokens_id = fmt::format("{}|{:016x}|{}x{}x{}", names, loader.state().fingerprint, batches, batch, T);
+  p.tokens_id = held_out_tokens_id(shards, loader, batches);
   const std::string run = find_run_store(r.checkpoint);
   p.source = run.empty() ? r.checkpoint : fs::path(run).parent_path().filename().string();
   say(r.print, fmt::format("{} (step {}, {} positions, trained on {} tokens, block_size {}): loss by position at "

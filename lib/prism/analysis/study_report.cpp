@@ -96,25 +96,31 @@ PairedDiff loss_difference(const StudyConfig& c, const StudyConfig& base, double
 // difference paired by seed. Empty unless every run (of both) has the same buckets.
 std::vector<PositionCell> position_cells(const StudyConfig& c, const StudyConfig* base, double confidence) {
   std::vector<PositionCell> out;
-  if (c.runs.empty()) return out;
-  const auto& first = c.runs.front()->by_position;
-  auto same = [&](const StudyRun* r) { return r->by_position && first && r->by_position->bucket_edges == first->bucket_edges; };
-  if (!std::all_of(c.runs.begin(), c.runs.end(), same)) return out;
-  const bool paired = base && !base->runs.empty() && std::all_of(base->runs.begin(), base->runs.end(), same);
-  for (int64_t b = 0; b < first->buckets(); ++b) {
+  if (c.runs.empty() || !c.runs.front()->by_position) return out;
+  const std::vector<int64_t>& edges = c.runs.front()->by_position->bucket_edges;
+  // Each run's bucket losses by seed, once; none when a run lacks them or has other buckets.
+  auto losses = [&](const StudyConfig& k, std::map<uint64_t, std::vector<double>>& by_seed) {
+    for (const auto* r : k.runs) {
+      if (!r->by_position || r->by_position->bucket_edges != edges) return false;
+      by_seed[r->seed] = r->by_position->loss();
+    }
+    return true;
+  };
+  std::map<uint64_t, std::vector<double>> mine, theirs;
+  if (!losses(c, mine)) return out;
+  const bool paired = base && !base->runs.empty() && losses(*base, theirs);
+  for (size_t b = 0; b + 1 < edges.size(); ++b) {
     PositionCell cell;
-    cell.lo = first->bucket_edges[b];
-    cell.hi = first->bucket_edges[b + 1];
+    cell.lo = edges[b];
+    cell.hi = edges[b + 1];
     std::vector<double> values, diffs;
-    for (const auto* r : c.runs) values.push_back(r->by_position->loss()[static_cast<size_t>(b)]);
+    for (const auto& [seed, loss] : mine) {
+      values.push_back(loss[b]);
+      if (paired && theirs.count(seed)) diffs.push_back(loss[b] - theirs.at(seed)[b]);
+    }
     cell.seeds = static_cast<int>(values.size());
     cell.loss = mean_of(values);
     cell.loss_ci = mean_interval(values, confidence);
-    if (paired)
-      for (const auto* r : c.runs)
-        for (const auto* u : base->runs)
-          if (r->seed == u->seed)
-            diffs.push_back(r->by_position->loss()[static_cast<size_t>(b)] - u->by_position->loss()[static_cast<size_t>(b)]);
     cell.pairs = static_cast<int>(diffs.size());
     cell.diff = diffs.empty() ? kNaN : mean_of(diffs);
     cell.diff_ci = diffs.size() >= 2 ? mean_interval(diffs, confidence) : Interval{kNaN, kNaN};

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "prism/analysis/study_report.h"
+#include "prism/train/position_loss.h"
 
 namespace prism {
 namespace {
@@ -324,8 +325,6 @@ void delta_tables(std::ostringstream& md, const ScaleReport& s, const std::strin
   }
 }
 
-}  // namespace
-
 // Per schedule against uniform: the validation loss by query position (buckets that double
 // in width) at the trained context, the difference paired by seed with its interval.
 void position_table(std::ostringstream& md, const ScaleReport& s, const std::string& pct) {
@@ -339,7 +338,7 @@ void position_table(std::ostringstream& md, const ScaleReport& s, const std::str
      << "runs of the same seed and values, with its " << pct << " interval over seeds (nominal).\n\n| schedule";
   for (size_t b = 0; b < any->by_position.size(); ++b) {
     const auto& p = any->by_position[b];
-    md << (p.hi - p.lo == 1 ? fmt::format(" | {}", p.lo) : fmt::format(" | {}-{}", p.lo, p.hi - 1));
+    md << " | " << position_bucket_label(p.lo, p.hi);
   }
   md << " |\n|---";
   for (size_t b = 0; b < any->by_position.size(); ++b) md << "|---";
@@ -355,6 +354,8 @@ void position_table(std::ostringstream& md, const ScaleReport& s, const std::str
   }
   md << "\n";
 }
+
+}  // namespace
 
 std::string report_markdown(const StudyReport& rep) {
   std::ostringstream md;

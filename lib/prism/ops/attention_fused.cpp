@@ -115,10 +115,10 @@ const Bf16Choice& bf16_choice() {
     const std::string key = fmt::format("{} | {} threads | fused attention, bf16 inputs: avx512_bf16 / avx512 time",
                                         cpu_model_name(), torch::get_num_threads());
     const auto cache = read_machine_cache(file);
-    double ratio = 0;
+    const auto entry = cache.find(key);
+    double ratio = entry != cache.end() && entry->is_object() ? entry->value("ratio", 0.0) : 0.0;
     std::string how;
-    if (cache.contains(key) && cache[key].is_object() && cache[key].value("ratio", 0.0) > 0) {
-      ratio = cache[key].value("ratio", 0.0);
+    if (ratio > 0) {
       how = "measured before, cached in " + file;
     } else {
       const auto t = time_bf16_paths({kc::Isa::Avx512Bf16, kc::Isa::Avx512}, 3);

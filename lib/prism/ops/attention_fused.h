@@ -27,8 +27,9 @@ Output fused_attention(const torch::Tensor& q, const torch::Tensor& k, const tor
 // The code path the fused kernel takes by default for inputs of `dtype`: for fp32,
 // default_cpu_code_path(); for bf16 on a CPU whose best path is avx512_bf16 (pair dot
 // products), that path only where it runs faster than avx512's fp32 arithmetic on the
-// same bf16 inputs, measured once per process (~30 ms: a 512-token forward + backward
-// on each path, rounds taking turns, best of each). On an Intel Xeon (Sapphire Rapids,
+// same bf16 inputs, measured once per machine (~30 ms: a 512-token forward + backward
+// on each path, rounds taking turns, best of each) and cached (machine_cache.h), so every
+// process there takes the same path. On an Intel Xeon (Sapphire Rapids,
 // AVX512-BF16 and AMX) the pair products ran 1.45x slower than fp32 arithmetic; on Zen
 // 4/5 they are the faster kind. PRISM_CPU_ISA, when set, is obeyed as it is.
 CpuCodePath fused_code_path(torch::ScalarType dtype);

@@ -47,10 +47,6 @@ std::string backends_of(const std::vector<attention::Backend>& per_layer) {
   return fmt::format("{}", fmt::join(names, ", "));
 }
 
-std::string positions_label(int64_t lo, int64_t hi) {
-  return hi - lo == 1 ? fmt::format("{}", lo) : fmt::format("{}-{}", lo, hi - 1);
-}
-
 }  // namespace
 
 std::vector<int64_t> position_bucket_edges(int64_t T) {
@@ -131,6 +127,10 @@ PositionLoss measure_position_loss(GPT& model, TokenLoader& loader, const Positi
   return p;
 }
 
+std::string position_bucket_label(int64_t lo, int64_t hi) {
+  return hi - lo == 1 ? fmt::format("{}", lo) : fmt::format("{}-{}", lo, hi - 1);
+}
+
 std::string position_loss_group(int64_t context) { return fmt::format("val/by_position/T{}", context); }
 
 ResultGroup to_result_group(const PositionLoss& p) {
@@ -161,9 +161,10 @@ ResultGroup to_result_group(const PositionLoss& p) {
 }
 
 PositionLoss position_loss_from_group(const ResultGroup& g, const std::string& where) {
-  if (!g.has("bucket_lo") || !g.has("loss_by_batch"))
-    throw Error("not a position loss group (no bucket_lo or loss_by_batch)", where,
-                "measure it again with prism eval RUN --position-loss");
+  auto bad = [&](const std::string& what) {
+    return Error(what, where, "measure it again with prism eval RUN --position-loss");
+  };
+  if (!g.has("bucket_lo") || !g.has("loss_by_batch")) throw bad("not a position loss group (no bucket_lo or loss_by_batch)");
   PositionLoss p;
   auto text = [&](const char* k) { return g.text.count(k) ? g.text.at(k) : std::string(); };
   auto number = [&](const char* k) { return g.numbers.count(k) ? static_cast<int64_t>(g.numbers.at(k)) : int64_t{0}; };
@@ -181,16 +182,15 @@ PositionLoss position_loss_from_group(const ResultGroup& g, const std::string& w
   p.batch = number("batch");
   const auto lo = g.integers("bucket_lo", where), hi = g.integers("bucket_hi", where);
   if (lo.empty() || lo.size() != hi.size() || lo.front() != 0 || hi.back() != p.context)
-    throw Error("bucket_lo / bucket_hi do not cover the context", where, "measure it again with prism eval RUN --position-loss");
+    throw bad("bucket_lo / bucket_hi do not cover the context");
   p.bucket_edges = lo;
   p.bucket_edges.push_back(hi.back());
   for (size_t b = 0; b < lo.size(); ++b)
     if (hi[b] <= lo[b] || (b + 1 < lo.size() && lo[b + 1] != hi[b]))
-      throw Error("position buckets that do not follow one another", where,
-                  "measure it again with prism eval RUN --position-loss");
+      throw bad("position buckets that do not follow one another");
   p.by_batch = g.reals("loss_by_batch", where);
   if (p.by_batch.size() % lo.size() != 0)
-    throw Error("loss_by_batch is not batches x buckets", where, "measure it again with prism eval RUN --position-loss");
+    throw bad("loss_by_batch is not batches x buckets");
   if (g.has("heads"))
     for (int64_t h : g.integers("heads", where)) p.heads.push_back(static_cast<int>(h));
   return p;
@@ -203,7 +203,7 @@ std::string format_position_loss_table(const PositionLoss& p) {
     const int64_t lo = p.bucket_edges[b], hi = p.bucket_edges[b + 1];
     const size_t k = static_cast<size_t>(b);
     const bool past = p.trained_context > 0 && hi > p.trained_context;
-    out += fmt::format("{:>13} {:>9} {:>9.4f} {:>8} {:>+10.4f}{}\n", positions_label(lo, hi),
+    out += fmt::format("{:>13} {:>9} {:>9.4f} {:>8} {:>+10.4f}{}\n", position_bucket_label(lo, hi),
                        (hi - lo) * p.batch * p.batches(), loss[k],
                        std::isnan(se[k]) ? std::string("-") : fmt::format("{:.4f}", se[k]), loss[k] - loss.front(),
                        past ? (lo >= p.trained_context ? "  past the trained context" : "  partly past it") : "");

@@ -62,6 +62,9 @@ struct PositionLossOptions {
 // (its block_size).
 PositionLoss measure_position_loss(GPT& model, TokenLoader& loader, const PositionLossOptions& options);
 
+// A bucket's positions [lo, hi) as tables print them: "0", "2-3", "512-1023".
+std::string position_bucket_label(int64_t lo, int64_t hi);
+
 // The run.h5 group name of a context: "val/by_position/T1024".
 std::string position_loss_group(int64_t context);
 ResultGroup to_result_group(const PositionLoss& p);

@@ -497,8 +497,7 @@ void Loop::record_position_loss() {
   std::string line;
   for (int64_t b = 0; b < p.buckets(); ++b) {
     const int64_t lo = p.bucket_edges[b], hi = p.bucket_edges[b + 1];
-    line += fmt::format("{}{} {:.3f}", b ? " | " : "", hi - lo == 1 ? fmt::format("{}", lo) : fmt::format("{}-{}", lo, hi - 1),
-                        loss[static_cast<size_t>(b)]);
+    line += fmt::format("{}{} {:.3f}", b ? " | " : "", position_bucket_label(lo, hi), loss[static_cast<size_t>(b)]);
   }
   log(fmt::format("val loss by position: {} -> run.h5:/{}", line, group));
 }
