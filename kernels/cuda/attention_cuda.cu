@@ -7,13 +7,12 @@
 
 #include "cuda/common.cuh"
 #include "cuda/launch.h"
+#include "cuda/limits.h"
 #include "cuda/preprocess.cuh"
 
 namespace prism::kernels::cuda {
 
 namespace {
-
-constexpr int kHeadDims[] = {32, 64, 96, 128, 192, 256};
 
 // Calls f(std::integral_constant<int, D>{}) for the compiled head dim D == head_dim.
 template <typename F>
@@ -45,26 +44,7 @@ void require_rows_aligned(const void* ptr, const Strides& s, DType t, const char
   require(ok, std::string(name) + " rows are not 16-byte aligned (pointer or batch/seq/head stride); pass a contiguous copy");
 }
 
-void check_sizes(int64_t batch, int64_t seq_len, int64_t heads, int64_t head_dim) {
-  require(batch > 0 && seq_len > 0 && heads > 0, "empty batch, sequence or heads");
-  require(seq_len < (int64_t{1} << 30), "sequence length too long for 32-bit row indices");
-  require(heads <= 65535 && batch <= 65535, "batch and heads must each be at most 65535 (grid limits)");
-  require(supports_head_dim(head_dim), "head dim " + std::to_string(head_dim) + " has no kernel instance");
-}
-
 }  // namespace
-
-bool supports_head_dim(int64_t head_dim) {
-  for (int d : kHeadDims)
-    if (d == head_dim) return true;
-  return false;
-}
-
-int64_t padded_head_dim(int64_t head_dim) {
-  for (int d : kHeadDims)
-    if (d >= head_dim) return d;
-  return 0;
-}
 
 void attention_forward(const AttentionForwardParams& p) {
   check_sizes(p.batch, p.seq_len, p.heads, p.head_dim);

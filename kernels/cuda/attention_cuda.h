@@ -11,13 +11,9 @@
 #include <cstdint>
 
 #include "common/attention_params.h"
+#include "cuda/limits.h"  // supports_head_dim, padded_head_dim, check_sizes
 
 namespace prism::kernels::cuda {
-
-// Head dims with a compiled instance.
-bool supports_head_dim(int64_t head_dim);
-// The smallest compiled head dim >= head_dim, or 0 if there is none.
-int64_t padded_head_dim(int64_t head_dim);
 
 // Writes o, lse and (when p.distance is set) distance. Runs on p.stream.
 void attention_forward(const AttentionForwardParams& p);

@@ -242,11 +242,17 @@ inline void fiber_main() {
 constexpr size_t kStackBytes = 256 * 1024;
 constexpr size_t kSmemGuard = 64;
 
+// Which blocks of a grid run() executes: all of them when empty. A test at the
+// kernels' limits (65535 heads, a very long sequence) launches the real grid and
+// runs only the blocks it checks, e.g. the last along each axis.
+using BlockFilter = std::function<bool(const dim3& block_idx)>;
+
 // Runs kernel() as a grid of `shape.grid` blocks of `shape.block.x` threads, block
-// after block. Throws std::runtime_error on a divergent collective, a barrier that
-// not every thread reaches, or a write outside the dynamic shared memory.
+// after block (those `only` accepts, when given). Throws std::runtime_error on a
+// divergent collective, a barrier that not every thread reaches, or a write
+// outside the dynamic shared memory.
 inline void run(const dim3& grid, const dim3& block, size_t smem_bytes, const std::function<void()>& kernel,
-                bool copies_at_issue, unsigned seed) {
+                bool copies_at_issue, unsigned seed, const BlockFilter& only = nullptr) {
   if (block.x % 32 != 0 || block.y != 1 || block.z != 1)
     throw std::runtime_error("emulation: blocks must be 1-D whole warps");
   Launch& launch = current_launch();
@@ -256,6 +262,7 @@ inline void run(const dim3& grid, const dim3& block, size_t smem_bytes, const st
   for (unsigned bz = 0; bz < grid.z; ++bz)
     for (unsigned by = 0; by < grid.y; ++by)
       for (unsigned bx = 0; bx < grid.x; ++bx) {
+        if (only && !only(dim3(bx, by, bz))) continue;
         Block blk;
         blk.idx = dim3(bx, by, bz);
         blk.smem.assign(smem_bytes + 2 * kSmemGuard, 0xA5);  // guards and poison

@@ -111,6 +111,11 @@ void check_inputs(const torch::Tensor& q, const torch::Tensor& k, const torch::T
   if (kernels::cuda::padded_head_dim(q.size(3)) == 0)
     throw Error(fmt::format("head dim {} is larger than the largest kernel instance, 256", q.size(3)), kWhere,
                 "use more heads (head dim = d_model / heads <= 256), or attention.backend: sdpa");
+  if (q.size(0) > kernels::cuda::kMaxBatch || q.size(2) > kernels::cuda::kMaxHeads || q.size(1) > kernels::cuda::kMaxSeqLen)
+    throw Error(fmt::format("batch {}, sequence {} and heads {} are past the kernels' limits (batch and heads at most "
+                            "65535, sequence below 2^30)",
+                            q.size(0), q.size(1), q.size(2)),
+                kWhere, "split the batch, or use attention.backend: sdpa");
 }
 
 }  // namespace
@@ -127,6 +132,9 @@ bool cuda_attention_supports(const torch::Tensor& q, double dropout_p, std::stri
     return no(fmt::format("dtype {} is not supported", c10::toString(t)));
   if (q.dim() != 4 || kernels::cuda::padded_head_dim(q.size(3)) == 0)
     return no("head dim must be at most 256");
+  if (q.size(0) > kernels::cuda::kMaxBatch || q.size(2) > kernels::cuda::kMaxHeads)
+    return no("batch and heads must each be at most 65535 (the kernels' grid limits)");
+  if (q.size(1) > kernels::cuda::kMaxSeqLen) return no("sequence length must be below 2^30");
   return true;
 }
 
