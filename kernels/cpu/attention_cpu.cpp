@@ -10,6 +10,11 @@
 #if defined(__aarch64__) && defined(__linux__)
 #include <sys/auxv.h>
 #endif
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__)
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #include "cpu/attention_targets.h"
 #include "cpu/workspace.h"
@@ -35,16 +40,40 @@ bool cpu_reports_avx512bf16() {
 #endif
 }
 
-// The pair products of the bf16 path run only on the AVX512-BF16 build.
-bool pair_path(DType dtype, Isa isa) { return dtype == DType::BF16 && isa == Isa::Avx512Bf16; }
+// Whether this CPU has AMX-BF16 tiles and the OS lets this process use them:
+// CPUID.7.0:EDX bits 22 (AMX-BF16) and 24 (AMX-TILE), XCR0 bits 17-18 (the
+// OS saves tile state), and Linux's per-process permission for the 8 KB tile
+// data (arch_prctl ARCH_REQ_XCOMP_PERM, kernel 5.16+), requested once here.
+bool amx_usable() {
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__)
+  static const bool usable = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+    if (!(d & (1u << 22)) || !(d & (1u << 24))) return false;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return false;  // OSXSAVE: xgetbv is allowed
+    unsigned lo = 0, hi = 0;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    if ((lo & (3u << 17)) != (3u << 17)) return false;
+    constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+    return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+  }();
+  return usable;
+#else
+  return false;
+#endif
+}
 
-const Isa kAllIsas[] = {Isa::Avx512Bf16, Isa::Avx512, Isa::Avx2, Isa::Sve2_128, Isa::Sve256, Isa::Sve2,
-                        Isa::Sve,        Isa::Neon,   Isa::Portable, Isa::Scalar};
+// The pair products of the bf16 path run on the AVX512-BF16 and AMX builds.
+bool pair_path(DType dtype, Isa isa) { return dtype == DType::BF16 && (isa == Isa::Avx512Bf16 || isa == Isa::Amx); }
+
+const Isa kAllIsas[] = {Isa::Avx512Bf16, Isa::Amx,  Isa::Avx512, Isa::Avx2,     Isa::Sve2_128, Isa::Sve256,
+                        Isa::Sve2,       Isa::Sve,  Isa::Neon,   Isa::Portable, Isa::Scalar};
 
 }  // namespace
 
 const TargetKernel* kernel_of(Isa isa) {
   if (isa == Isa::Avx512Bf16) return bf16_dot_kernel();
+  if (isa == Isa::Amx) return amx_kernel();
   for (const auto& k : simd_kernels())
     if (k.isa == isa) return &k;
   return nullptr;
@@ -64,7 +93,8 @@ bool isa_supported(Isa isa) {
   if (isa == Isa::Scalar) return true;
   const TargetKernel* k = kernel_of(isa);
   if (!k || !(hwy_supported_targets() & k->hwy_target)) return false;
-  if (isa == Isa::Avx512Bf16 && !cpu_reports_avx512bf16()) return false;
+  if ((isa == Isa::Avx512Bf16 || isa == Isa::Amx) && !cpu_reports_avx512bf16()) return false;
+  if (isa == Isa::Amx && !amx_usable()) return false;
   // A 64-wide tile must be a whole number of vectors: SVE lengths of 384 or
   // 640 bits (12 or 20 floats) are not, and take the NEON path instead.
   const int64_t n = k->vector_floats();
@@ -78,6 +108,7 @@ const char* isa_name(Isa isa) {
     case Isa::Avx2: return "avx2";
     case Isa::Avx512: return "avx512";
     case Isa::Avx512Bf16: return "avx512_bf16";
+    case Isa::Amx: return "amx";
     case Isa::Neon: return "neon";
     case Isa::Sve: return "sve";
     case Isa::Sve2: return "sve2";
@@ -94,6 +125,7 @@ std::string isa_description(Isa isa) {
     case Isa::Avx2: return "Highway AVX2 target: 256-bit AVX2 + FMA";
     case Isa::Avx512: return "Highway AVX3 target: 512-bit AVX-512 F/BW/DQ/VL";
     case Isa::Avx512Bf16: return "Highway AVX3 target + AVX512-BF16 pair dot products for bf16 inputs";
+    case Isa::Amx: return "Highway AVX3 target + AMX tile products (TDPBF16PS) for bf16 inputs";
     case Isa::Neon: return "Highway NEON target: 128-bit Arm NEON";
     case Isa::Sve: return "Highway SVE target: Arm SVE, vector length read at run time";
     case Isa::Sve2: return "Highway SVE2 target: Arm SVE2, vector length read at run time";

@@ -10,7 +10,7 @@
 // compiled for several instruction sets, chosen at run time; a plain scalar
 // implementation (attention_reference.cpp) is the correctness reference.
 // fp32 and bf16 inputs, fp32 accumulation; bf16 products use AVX512-BF16 pair
-// dot products where the CPU has them. Any head dim, with compiled instances
+// dot products or AMX tiles where the CPU has them. Any head dim, with compiled instances
 // for 32, 64, 128 and 256. Threads: `num_threads` OpenMP workers over batch x
 // heads x groups of query blocks (forward) or x splits of the key blocks
 // (backward).
@@ -24,8 +24,10 @@ namespace prism::kernels::cpu {
 
 // A code path of the kernel: a Highway target (one instruction set) or the
 // scalar reference. Avx512Bf16 is the AVX-512 target compiled once more with
-// AVX512-BF16 dot products for bf16 inputs (Highway 1.0 has no such target);
-// its fp32 path is the AVX-512 one.
+// AVX512-BF16 dot products for bf16 inputs (Highway 1.0 has no such target),
+// and Amx once more with AMX tile products for them (Intel Sapphire Rapids and
+// later); their fp32 path is the AVX-512 one. best_isa never picks Amx: the
+// bf16 path is chosen by measurement (lib/prism/ops/attention_fused.h).
 enum class Isa : int {
   Scalar = 0,  // the plain C++ reference: correct, slow, never auto-selected
   Portable,    // Highway's portable baseline, plain C++ (any CPU)
@@ -37,6 +39,7 @@ enum class Isa : int {
   Sve2,        // Arm SVE2
   Sve256,      // Arm SVE with 256-bit vectors (e.g. Neoverse V1)
   Sve2_128,    // Arm SVE2 with 128-bit vectors (e.g. Neoverse N2)
+  Amx,         // x86 AVX-512 + AVX512-BF16 + AMX tiles (TDPBF16PS) for bf16 inputs
 };
 
 // Every code path compiled into this build, fastest first (Scalar last).

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <vector>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -38,6 +39,9 @@
 #ifndef PRISM_BF16_DOT
 #define PRISM_BF16_DOT 0
 #endif
+#ifndef PRISM_AMX
+#define PRISM_AMX 0
+#endif
 
 // The AVX512-BF16 build compiles the AVX-512 target only; the pair products
 // need the vdpbf16ps instructions on top of Highway's AVX-512 flags (GCC adds
@@ -52,6 +56,9 @@
 HWY_BEFORE_NAMESPACE();
 #if PRISM_PAIRS
 #pragma GCC target("avx512bf16")
+#endif
+#if PRISM_PAIRS && PRISM_AMX
+#pragma GCC target("amx-tile,amx-bf16")
 #endif
 namespace PRISM_KERNEL_NS {
 namespace HWY_NAMESPACE {

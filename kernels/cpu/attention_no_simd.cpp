@@ -9,6 +9,7 @@ const std::vector<TargetKernel>& simd_kernels() {
   return none;
 }
 const TargetKernel* bf16_dot_kernel() { return nullptr; }
+const TargetKernel* amx_kernel() { return nullptr; }
 int64_t hwy_supported_targets() { return 0; }
 
 }  // namespace prism::kernels::cpu

@@ -1,7 +1,8 @@
 #pragma once
 // The compiled code paths of the fused CPU kernel, for the dispatcher
 // (attention_cpu.cpp): each Highway target of attention_simd.cpp, the
-// AVX512-BF16 build of attention_simd_bf16.cpp, and the scalar reference.
+// AVX512-BF16 build of attention_simd_bf16.cpp, the AMX build of
+// attention_simd_amx.cpp, and the scalar reference.
 // Private to kernels/cpu.
 #include <cstdint>
 #include <vector>
@@ -25,6 +26,9 @@ const std::vector<TargetKernel>& simd_kernels();
 // The AVX-512 target with AVX512-BF16 pair products, or nullptr when this
 // build (compiler, architecture) has none.
 const TargetKernel* bf16_dot_kernel();
+// The AVX-512 target with AMX tile products (TDPBF16PS) for bf16 inputs, or
+// nullptr when this build (compiler, architecture) has none.
+const TargetKernel* amx_kernel();
 // The compiled kernel of a code path (the AVX512-BF16 build for Avx512Bf16),
 // or nullptr for Scalar and for paths this build lacks.
 const TargetKernel* kernel_of(Isa isa);

@@ -213,6 +213,89 @@ HWY_INLINE void pair_tail_rows(int64_t rows, int nv, int64_t pairs, const uint16
   }
 }
 
+#if PRISM_AMX
+// The AMX build multiplies the same pair-packed operands on the tiles: B's
+// pair rows are exactly TDPBF16PS's B layout (16 pair rows x 16 columns per
+// tile). A tile is 16 rows of 16 adjacent pairs: where A's pairs are adjacent
+// along its rows (a_ps == 2) the tiles load from A itself, ragged edges through
+// a zero-padded copy; where they are not (P and dS pair-packed along their
+// columns, a_rs == 2), A is first repacked, 32-bit pair by pair, into rows. One
+// 16 x 16 fp32 C tile at a time accumulates over the contraction in chunks of
+// 16 pairs; a ragged last chunk of B is zero-padded too, and the result is
+// combined with C (row scale, accumulate) on the vector units. Every call loads
+// its tile configuration: other code on the thread (oneDNN in LibTorch's
+// matmuls) may load its own between calls.
+struct alignas(64) AmxTileConfig {
+  uint8_t palette = 1, start_row = 0, reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+
+inline void amx_configure() {
+  AmxTileConfig cfg;
+  for (int t = 0; t < 3; ++t) {
+    cfg.colsb[t] = 64;  // C: 16 fp32; A: 32 bf16; B: 16 pairs of bf16
+    cfg.rows[t] = 16;
+  }
+  _tile_loadconfig(&cfg);
+}
+
+inline void pair_gemm(int64_t M, int64_t N, int64_t pairs, const uint16_t* a, int64_t a_rs, int64_t a_ps,
+                      const uint16_t* b, int64_t ldb, float* c, int64_t ldc, bool accumulate,
+                      const float* row_scale) {
+  amx_configure();
+  thread_local std::vector<uint32_t> a_rows;  // A repacked as rows of pairs, when a_ps != 2
+  int64_t a_row_pairs = 0;
+  if (a_ps != 2) {
+    a_row_pairs = pad16(pairs);
+    a_rows.assign(static_cast<size_t>(pad16(M) * a_row_pairs), 0u);
+    for (int64_t k = 0; k < pairs; ++k)
+      for (int64_t r = 0; r < M; ++r) std::memcpy(&a_rows[r * a_row_pairs + k], a + r * a_rs + k * a_ps, 4);
+  }
+  alignas(64) uint16_t a_pad[16 * 32];
+  alignas(64) uint16_t b_pad[16 * 32];
+  alignas(64) float c_tile[16 * 16];
+  for (int64_t m0 = 0; m0 < M; m0 += 16) {
+    const int64_t mr = imin(16, M - m0);
+    for (int64_t n0 = 0; n0 < N; n0 += 16) {
+      _tile_zero(0);
+      for (int64_t k0 = 0; k0 < pairs; k0 += 16) {
+        const int64_t kp = imin(16, pairs - k0);
+        const uint16_t* at = a + m0 * a_rs + 2 * k0;
+        int64_t a_stride = 2 * a_rs;  // bytes
+        if (a_ps != 2) {
+          at = reinterpret_cast<const uint16_t*>(a_rows.data() + m0 * a_row_pairs + k0);
+          a_stride = 4 * a_row_pairs;
+        } else if (mr < 16 || kp < 16) {
+          std::memset(a_pad, 0, sizeof(a_pad));
+          for (int64_t r = 0; r < mr; ++r) std::memcpy(a_pad + 32 * r, at + r * a_rs, 4 * kp);
+          at = a_pad;
+          a_stride = 64;
+        }
+        const uint16_t* bt = b + k0 * ldb + 2 * n0;
+        int64_t b_stride = 2 * ldb;
+        if (kp < 16) {
+          std::memset(b_pad, 0, sizeof(b_pad));
+          for (int64_t k = 0; k < kp; ++k) std::memcpy(b_pad + 32 * k, bt + k * ldb, 64);
+          bt = b_pad;
+          b_stride = 64;
+        }
+        _tile_loadd(1, at, a_stride);
+        _tile_loadd(2, bt, b_stride);
+        _tile_dpbf16ps(0, 1, 2);
+      }
+      _tile_stored(0, c_tile, 64);
+      for (int64_t r = 0; r < mr; ++r) {
+        float* cr = c + (m0 + r) * ldc + n0;
+        __m512 v = _mm512_load_ps(c_tile + 16 * r);
+        if (accumulate)
+          v = _mm512_fmadd_ps(_mm512_loadu_ps(cr), _mm512_set1_ps(row_scale ? row_scale[m0 + r] : 1.0f), v);
+        _mm512_storeu_ps(cr, v);
+      }
+    }
+  }
+}
+#else
 // C[M x N] = (accumulate ? diag(row_scale) C : 0) + A B over `pairs` pairs of
 // the contraction; blocked like gemm(), with the same whole-vector columns.
 inline void pair_gemm(int64_t M, int64_t N, int64_t pairs, const uint16_t* a, int64_t a_rs, int64_t a_ps,
@@ -236,6 +319,7 @@ inline void pair_gemm(int64_t M, int64_t N, int64_t pairs, const uint16_t* a, in
     }
   }
 }
+#endif  // PRISM_AMX
 
 inline __mmask16 lanes16(int64_t n) {
   return n >= 16 ? __mmask16(0xffff) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1u);

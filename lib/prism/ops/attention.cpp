@@ -18,8 +18,8 @@ namespace {
 // The fused kernel on every CPU code path where `prism bench attention`
 // measured it at or under SDPA's time and at most half the reference's, at
 // T 1024 and 4096 and head dims 64-256 (README, "Attention back ends"; the
-// paths are listed in cpu_code_paths.cpp): AVX2 + FMA, AVX-512 and
-// AVX-512-BF16. It is also the only O(T)-memory source of distance. Other
+// paths are listed in cpu_code_paths.cpp): AVX2 + FMA, AVX-512,
+// AVX-512-BF16 and AMX. It is also the only O(T)-memory source of distance. Other
 // code paths (NEON/SVE, not measured yet; the portable baseline) leave auto
 // on SDPA.
 Backend auto_backend(const Options& opt, const torch::Tensor& q) {

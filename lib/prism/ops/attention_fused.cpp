@@ -1,6 +1,8 @@
 #include "prism/ops/attention_fused.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -105,35 +107,52 @@ struct Bf16Choice {
 };
 
 // The decision, cached per machine (machine_cache.h) so that every process here, a
-// resumed run included, takes the same path: the two paths differ in rounding.
+// resumed run included, takes the same path: the paths differ in rounding.
 const Bf16Choice& bf16_choice() {
   static const Bf16Choice choice = [] {
     Bf16Choice c{default_cpu_code_path(), ""};
     const char* env = std::getenv("PRISM_CPU_ISA");
     if (c.path.name != kc::isa_name(kc::Isa::Avx512Bf16) || (env && *env)) return c;
+    std::vector<kc::Isa> candidates;
+    for (kc::Isa isa : {kc::Isa::Amx, kc::Isa::Avx512Bf16, kc::Isa::Avx512})
+      if (kc::isa_supported(isa)) candidates.push_back(isa);
+    std::vector<std::string> names;
+    for (kc::Isa isa : candidates) names.push_back(kc::isa_name(isa));
     const std::string file = machine_cache_file("cpu-attention.json");
-    const std::string key = fmt::format("{} | {} threads | fused attention, bf16 inputs: avx512_bf16 / avx512 time",
-                                        cpu_model_name(), torch::get_num_threads());
+    const std::string key =
+        fmt::format("{} | {} threads | fused attention, bf16 inputs: seconds per code path ({})", cpu_model_name(),
+                    torch::get_num_threads(), fmt::join(names, ", "));
     const auto cache = read_machine_cache(file);
     const auto entry = cache.find(key);
-    double ratio = entry != cache.end() && entry->is_object() ? entry->value("ratio", 0.0) : 0.0;
+    std::vector<double> seconds;
+    if (entry != cache.end() && entry->is_object() && entry->contains("seconds") && entry->at("seconds").is_object()) {
+      for (const auto& name : names) {
+        const auto& s = entry->at("seconds");
+        const double t = s.contains(name) && s.at(name).is_number() ? s.at(name).get<double>() : 0.0;
+        if (!(t > 0)) break;
+        seconds.push_back(t);
+      }
+    }
     std::string how;
-    if (ratio > 0) {
+    if (seconds.size() == names.size()) {
       how = "measured before, cached in " + file;
     } else {
-      const auto t = time_bf16_paths({kc::Isa::Avx512Bf16, kc::Isa::Avx512}, 3);
-      ratio = t[0] / t[1];
+      seconds = time_bf16_paths(candidates, 3);
+      nlohmann::json per_path;
+      for (size_t i = 0; i < names.size(); ++i) per_path[names[i]] = seconds[i];
       try {
-        write_machine_cache_entry(file, key, {{"ratio", ratio}});
+        write_machine_cache_entry(file, key, {{"seconds", per_path}});
         how = "measured now, cached in " + file;
       } catch (const std::exception& e) {
         how = std::string("measured now; not cached: ") + e.what();
       }
     }
-    if (ratio > 1.0) c.path = cpu_code_path(kc::isa_name(kc::Isa::Avx512), kWhere);
-    c.reason = fmt::format("bf16 inputs: code path {} (AVX512-BF16 pair dot products took {:.2f}x the time of "
-                           "avx512's fp32 arithmetic on the same inputs here) [{}]",
-                           c.path.name, ratio, how);
+    const size_t best = static_cast<size_t>(std::min_element(seconds.begin(), seconds.end()) - seconds.begin());
+    c.path = cpu_code_path(names[best], kWhere);
+    std::vector<std::string> times;
+    for (size_t i = 0; i < names.size(); ++i) times.push_back(fmt::format("{} {:.2f} ms", names[i], 1e3 * seconds[i]));
+    c.reason = fmt::format("bf16 inputs: code path {} (a 512-token forward + backward took {} here) [{}]", c.path.name,
+                           fmt::join(times, ", "), how);
     return c;
   }();
   return choice;

@@ -25,13 +25,14 @@ Output fused_attention(const torch::Tensor& q, const torch::Tensor& k, const tor
                        const FusedOptions& opt = {});
 
 // The code path the fused kernel takes by default for inputs of `dtype`: for fp32,
-// default_cpu_code_path(); for bf16 on a CPU whose best path is avx512_bf16 (pair dot
-// products), that path only where it runs faster than avx512's fp32 arithmetic on the
-// same bf16 inputs, measured once per machine (~30 ms: a 512-token forward + backward
-// on each path, rounds taking turns, best of each) and cached (machine_cache.h), so every
-// process there takes the same path. On an Intel Xeon (Sapphire Rapids,
-// AVX512-BF16 and AMX) the pair products ran 1.45x slower than fp32 arithmetic; on Zen
-// 4/5 they are the faster kind. PRISM_CPU_ISA, when set, is obeyed as it is.
+// default_cpu_code_path(); for bf16 on a CPU whose best path is avx512_bf16, the fastest
+// of the bf16 paths it runs (amx: AMX tiles; avx512_bf16: AVX512-BF16 pair dot products;
+// avx512: fp32 arithmetic on the same bf16 inputs), measured once per machine (a 512-token
+// forward + backward on each path, rounds taking turns, best of each; well under a second)
+// and cached (machine_cache.h), so every process there takes the same path. On an Intel
+// Xeon with AMX (Sapphire Rapids and later) amx was fastest and the pair products ran
+// 1.45x slower than fp32 arithmetic; on Zen 4/5 (no AMX) the pair products are the faster
+// kind. PRISM_CPU_ISA, when set, is obeyed as it is.
 CpuCodePath fused_code_path(torch::ScalarType dtype);
 
 // What the bf16 measurement found, one line ("" until it ran, or where it does not run).

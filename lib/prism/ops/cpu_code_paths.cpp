@@ -19,7 +19,7 @@ namespace kc = kernels::cpu;
 // ends"); the others run when asked for, and auto leaves them alone until
 // someone measures them.
 bool measured_fast(kc::Isa isa) {
-  return isa == kc::Isa::Avx2 || isa == kc::Isa::Avx512 || isa == kc::Isa::Avx512Bf16;
+  return isa == kc::Isa::Avx2 || isa == kc::Isa::Avx512 || isa == kc::Isa::Avx512Bf16 || isa == kc::Isa::Amx;
 }
 
 CpuCodePath describe(kc::Isa isa) {
