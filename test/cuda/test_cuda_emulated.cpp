@@ -410,10 +410,11 @@ void check_long_sequence(int64_t Tlen) {
 // probabilities over the last 512 rows.
 template <typename T, int D>
 double local_head_distance_error(int64_t Tlen, double* old_error) {
-  const Problem pb(1, Tlen, 1, D);
+  Buffers<T> buf(Problem(1, Tlen, 1, D));
+  const Problem& pb = buf.pb;
+  std::vector<T>& qkv = buf.qkv;
   std::mt19937 rng(5);
   std::normal_distribution<float> normal;
-  std::vector<T> qkv(pb.fused_size);
   const double a = 2.75;
   for (int64_t t = 0; t < Tlen; ++t)
     for (int64_t f = 0; f < D / 2; ++f) {
@@ -424,25 +425,8 @@ double local_head_distance_error(int64_t Tlen, double* old_error) {
     }
   for (int64_t t = 0; t < Tlen; ++t)
     for (int64_t d = 0; d < D; ++d) qkv[pb.v.at(0, t, 0, d)] = from_float<T>(normal(rng));
-  std::vector<T> o(pb.dense_size);
-  std::vector<float> lse(pb.rows_size), dist(pb.rows_size, std::nanf(""));
-  K::AttentionForwardParams f;
-  f.q = qkv.data() + pb.q.offset;
-  f.k = qkv.data() + pb.k.offset;
-  f.v = qkv.data() + pb.v.offset;
-  f.o = o.data();
-  f.q_stride = pb.q.s;
-  f.k_stride = pb.k.s;
-  f.v_stride = pb.v.s;
-  f.o_stride = pb.dense.s;
-  f.lse = lse.data();
-  f.distance = dist.data();
-  f.batch = 1;
-  f.seq_len = Tlen;
-  f.heads = 1;
-  f.head_dim = D;
-  f.scale = pb.scale;
-  f.dtype = dtype_of<T>();
+  const std::vector<float>& dist = buf.dist;
+  const K::AttentionForwardParams f = buf.forward();
   if constexpr (std::is_same<T, float>::value)
     run_emulated(KC::forward_simt_shape<D>(f), [&] { KC::forward_simt_kernel<D, true>(f); }, false, 1);
   else
