@@ -213,6 +213,31 @@ HWY_INLINE void pair_tail_rows(int64_t rows, int nv, int64_t pairs, const uint16
   }
 }
 
+// C[M x N] = (accumulate ? diag(row_scale) C : 0) + A B over `pairs` pairs of
+// the contraction, on AVX512-BF16 dot products; blocked like gemm(), with the
+// same whole-vector columns.
+inline void pair_gemm_dot(int64_t M, int64_t N, int64_t pairs, const uint16_t* a, int64_t a_rs, int64_t a_ps,
+                      const uint16_t* b, int64_t ldb, float* c, int64_t ldc, bool accumulate,
+                      const float* row_scale) {
+  for (int64_t p0 = 0; p0 < pairs; p0 += kKc) {
+    const int64_t np = imin(kKc, pairs - p0);
+    const bool acc = p0 > 0 || accumulate;
+    const float* rs = p0 > 0 ? nullptr : row_scale;
+    const uint16_t* ap = a + p0 * a_ps;
+    const uint16_t* bp = b + p0 * ldb;
+    for (int64_t n0 = 0; n0 < N; n0 += 16 * kNV) {
+      const int nv = static_cast<int>(ceil_div(imin(16 * kNV, N - n0), 16));
+      int64_t m0 = 0;
+      for (; m0 + kMR <= M; m0 += kMR)
+        pair_rows<kMR>(nv, np, ap + m0 * a_rs, a_rs, a_ps, bp + 2 * n0, ldb, c + m0 * ldc + n0, ldc, acc,
+                       rs ? rs + m0 : nullptr);
+      if (m0 < M)
+        pair_tail_rows(M - m0, nv, np, ap + m0 * a_rs, a_rs, a_ps, bp + 2 * n0, ldb, c + m0 * ldc + n0, ldc, acc,
+                       rs ? rs + m0 : nullptr);
+    }
+  }
+}
+
 #if PRISM_AMX
 // The AMX build multiplies the same pair-packed operands on the tiles: B's
 // pair rows are exactly TDPBF16PS's B layout (16 pair rows x 16 columns per
@@ -222,9 +247,11 @@ HWY_INLINE void pair_tail_rows(int64_t rows, int nv, int64_t pairs, const uint16
 // columns, a_rs == 2), A is first repacked, 32-bit pair by pair, into rows. One
 // 16 x 16 fp32 C tile at a time accumulates over the contraction in chunks of
 // 16 pairs; a ragged last chunk of B is zero-padded too, and the result is
-// combined with C (row scale, accumulate) on the vector units. Every call loads
-// its tile configuration: other code on the thread (oneDNN in LibTorch's
-// matmuls) may load its own between calls.
+// combined with C (row scale, accumulate) on the vector units. A contraction of
+// fewer than 16 pairs (head dims below 32) would fill less than half a tile:
+// it goes to the dot products instead (at head dim 8 the tiles took twice their
+// time). Every call loads its tile configuration: other code on the thread
+// (oneDNN in LibTorch's matmuls) may load its own between calls.
 struct alignas(64) AmxTileConfig {
   uint8_t palette = 1, start_row = 0, reserved[14] = {};
   uint16_t colsb[16] = {};
@@ -243,6 +270,10 @@ inline void amx_configure() {
 inline void pair_gemm(int64_t M, int64_t N, int64_t pairs, const uint16_t* a, int64_t a_rs, int64_t a_ps,
                       const uint16_t* b, int64_t ldb, float* c, int64_t ldc, bool accumulate,
                       const float* row_scale) {
+  if (pairs < 16) {  // a contraction shorter than one tile (QK^T, dO V^T at head dims below 32)
+    pair_gemm_dot(M, N, pairs, a, a_rs, a_ps, b, ldb, c, ldc, accumulate, row_scale);
+    return;
+  }
   amx_configure();
   thread_local std::vector<uint32_t> a_rows;  // A repacked as rows of pairs, when a_ps != 2
   int64_t a_row_pairs = 0;
@@ -296,28 +327,10 @@ inline void pair_gemm(int64_t M, int64_t N, int64_t pairs, const uint16_t* a, in
   }
 }
 #else
-// C[M x N] = (accumulate ? diag(row_scale) C : 0) + A B over `pairs` pairs of
-// the contraction; blocked like gemm(), with the same whole-vector columns.
 inline void pair_gemm(int64_t M, int64_t N, int64_t pairs, const uint16_t* a, int64_t a_rs, int64_t a_ps,
                       const uint16_t* b, int64_t ldb, float* c, int64_t ldc, bool accumulate,
                       const float* row_scale) {
-  for (int64_t p0 = 0; p0 < pairs; p0 += kKc) {
-    const int64_t np = imin(kKc, pairs - p0);
-    const bool acc = p0 > 0 || accumulate;
-    const float* rs = p0 > 0 ? nullptr : row_scale;
-    const uint16_t* ap = a + p0 * a_ps;
-    const uint16_t* bp = b + p0 * ldb;
-    for (int64_t n0 = 0; n0 < N; n0 += 16 * kNV) {
-      const int nv = static_cast<int>(ceil_div(imin(16 * kNV, N - n0), 16));
-      int64_t m0 = 0;
-      for (; m0 + kMR <= M; m0 += kMR)
-        pair_rows<kMR>(nv, np, ap + m0 * a_rs, a_rs, a_ps, bp + 2 * n0, ldb, c + m0 * ldc + n0, ldc, acc,
-                       rs ? rs + m0 : nullptr);
-      if (m0 < M)
-        pair_tail_rows(M - m0, nv, np, ap + m0 * a_rs, a_rs, a_ps, bp + 2 * n0, ldb, c + m0 * ldc + n0, ldc, acc,
-                       rs ? rs + m0 : nullptr);
-    }
-  }
+  pair_gemm_dot(M, N, pairs, a, a_rs, a_ps, b, ldb, c, ldc, accumulate, row_scale);
 }
 #endif  // PRISM_AMX
 
