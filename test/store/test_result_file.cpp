@@ -65,6 +65,7 @@ TEST_CASE("result file: every element type round-trips with its type and shape",
   CHECK_THROWS_WITH(back.reals("trials/name", path), Catch::Contains("holds text"));
   CHECK_THROWS_WITH(back.strings("trials/steps", path), Catch::Contains("holds numbers"));
   CHECK_FALSE(fs::exists(dir.file(".index.h5.tmp")));
+  CHECK_FALSE(fs::exists(dir.file(".index.h5.build")));  // the scratch file HDF5 closed into
 }
 
 TEST_CASE("result file: h5py reads the dtypes and values that were written", "[store][result_file]") {
@@ -114,7 +115,32 @@ TEST_CASE("result file: a rewrite replaces the file whole, and a failed one keep
                     Catch::Contains("cannot build the sweep index") && Catch::Contains("index.h5"));
   CHECK(read_result_file(path).integers("only", path) == std::vector<int64_t>{42});
   CHECK_FALSE(fs::exists(dir.file(".index.h5.tmp")));
+  CHECK_FALSE(fs::exists(dir.file(".index.h5.build")));  // the scratch file HDF5 closed into
   CHECK_THROWS_WITH(read_result_file(dir.file("none.h5")), Catch::Contains("none.h5"));
   test::write_file(dir.file("text.h5"), "not hdf5");
   CHECK_THROWS_WITH(read_result_file(dir.file("text.h5")), Catch::Contains("cannot read") && Catch::Contains("text.h5"));
+}
+
+TEST_CASE("result file: text past 64 KiB (a long sweep.yaml) round-trips and h5py reads it", "[store][result_file]") {
+  // The earliest object-header format caps a message at 64 KiB; a sweep of 210 trials
+  // keeps a sweep.yaml past that, and its index failed with "object header message is too large".
+  TempDir dir("prism-result-file");
+  const std::string path = dir.file("index.h5");
+  std::string yaml;
+  for (int i = 0; yaml.size() < (size_t{200} << 10); ++i) yaml += fmt::format("- name: trial-{:05d}\n  seed: {}\n", i, i % 15);
+  ResultGroup g = every_type();
+  g.text["sweep"] = yaml;
+  write_result_file(path, g);
+  const ResultGroup back = read_result_file(path);
+  REQUIRE(back.text.count("sweep"));
+  CHECK(back.text.at("sweep") == yaml);
+  CHECK(back.text.at("name") == "sweep ä");
+  test::write_file(dir.file("long.py"),
+                   "import h5py,sys\nf=h5py.File(sys.argv[1],'r')\ns=f.attrs['sweep'].decode('utf-8')\n"
+                   "print(len(s), s.splitlines()[-1])\n");
+  const auto r = test::run(fmt::format("'{}' '{}' '{}'", PRISM_PYTHON, dir.file("long.py"), path));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const std::string last = yaml.substr(yaml.rfind('\n', yaml.size() - 2) + 1);
+  CHECK_THAT(r.output, Catch::Contains(fmt::format("{} {}", yaml.size(), last.substr(0, last.size() - 1))));
 }
