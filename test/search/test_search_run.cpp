@@ -325,6 +325,30 @@ TEST_CASE("prism search --dry-run prints the search's cost next to the grid's, a
   CHECK_THAT(again.output, Catch::Contains("a run already exists here") && Catch::Contains("--resume"));
 }
 
+TEST_CASE("a search plan takes its vocabulary from the prepared data, as its runs do, and costs with it",
+          "[search][plan]") {
+  // The dry run's cost once used the preset's 50257 ids while the runs trained on the data's
+  // 4096: the embedding and logits dominate a small model, so it printed 7x the runs' FLOPs.
+  TempDir dir("prism-search-vocab");
+  const std::string data = dir.file("data");
+  fs::create_directories(data);
+  write_file(data + "/prepare.json",
+             R"({"files": 1, "documents": 1, "bytes": 1, "tokens": 1, "val_tokens": 1, "train_tokens": 1, )"
+             R"("seconds": 0, "shards": [], "vocab": {"file": "vocab.tiktoken", "size": 512, "trained": true}})");
+  const std::string path = dir.file("search.yaml");
+  write_file(path, fmt::format("model: {{preset: test-tiny}}\n"
+                               "train: {{batch_size: 4, seq_len: 32, tokens_per_step: 256, max_steps: 8}}\n"
+                               "data: {{dir: {}}}\n"
+                               "search: {{space: {{heads: [1, 2, 4, 8]}}}}\n",
+                               data));
+  const SearchPlan plan = plan_search(path);
+  CHECK(plan.config.model.vocab_size == 512);
+  CHECK_THAT(format_search_dry_run(plan, "runs/x"), Catch::Contains("vocabulary 512 (from " + data + ")"));
+  const SearchPlan fixed = plan_search(path, {"model.vocab_size=50257"});
+  CHECK(fixed.config.model.vocab_size == 50257);
+  CHECK(search_cost(plan).run_flops < 0.5 * search_cost(fixed).run_flops);
+}
+
 TEST_CASE("every shipped search file plans, and search plus retraining costs less than the grid it names",
           "[search][shipped]") {
   const fs::path dir = source_path("experiments/search");

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cmath>
@@ -168,7 +167,7 @@ GroundTruth read_ground_truth(const std::string& dir, double confidence, std::ve
   // The cost of one of its runs, from its resolved trials (every schedule costs the same: neutrality).
   const SweepPlan plan = plan_from_yaml((fs::path(dir) / "sweep.yaml").string());
   const Trial& t = plan.trials.front();
-  const Config c = parse_config(YAML::Load(t.config), t.name);
+  const Config c = trial_config(t);  // its vocabulary from the data, as the trained runs' was
   const int64_t T = c.train.seq_len > 0 ? c.train.seq_len : c.model.block_size;
   g.flops_per_token = model_cost(c.model, t.schedule, static_cast<int>(T)).train_flops_per_token;
   g.run_flops = static_cast<double>(t.max_steps * t.step_tokens) * g.flops_per_token;

@@ -127,9 +127,11 @@ std::string format_search_dry_run(const SearchPlan& plan, const std::string& run
   const bool probing = probes > 0;
   std::string s;
   s += fmt::format("search {} ({}): {} over {}\n", st.name, plan.source, method_name(st.method), plan.space.describe());
-  s += fmt::format("model: {} layers x {}, baseline {} heads; {} steps x {} tokens (train.*: the shared model trains as one "
-                   "run does)\n",
-                   c.model.n_layer, c.model.d_model, c.model.n_head, c.train.max_steps, step_tokens);
+  s += fmt::format("model: {} layers x {}, baseline {} heads, vocabulary {}{}; {} steps x {} tokens (train.*: the shared "
+                   "model trains as one run does)\n",
+                   c.model.n_layer, c.model.d_model, c.model.n_head, c.model.vocab_size,
+                   c.model.vocab_from_data ? fmt::format(" ({})", c.vocab_source) : std::string(), c.train.max_steps,
+                   step_tokens);
   if (!rate.text.empty()) s += "throughput: " + rate.text + "\n";
   s += fmt::format("cost (model FLOPs: training 3x forward, held-out evaluation 1x):\n");
   s += fmt::format("  search training   {:.3e} FLOPs{}{}\n", train_flops, hours(train_flops, train_fpt, rate),

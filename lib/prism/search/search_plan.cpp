@@ -8,6 +8,7 @@
 
 #include "prism/config/compose.h"
 #include "prism/config/schedule_section.h"
+#include "prism/data/dataset.h"
 #include "prism/error.h"
 #include "prism/schedule/enumerate.h"
 
@@ -196,6 +197,9 @@ std::string mixture_paths_text(const MixtureSettings& m, size_t choices) {
 SearchPlan plan_search(const std::string& path, const std::vector<std::string>& overrides) {
   const ComposedConfig composed = compose_config(path, overrides);
   SearchPlan plan = read_plan(composed, path, overrides);
+  // The vocabulary follows the data (`vocab_size: auto`), as the trained model's does:
+  // the cost figures and the grid's depend on it (the embedding and the logits).
+  resolve_vocabulary(plan.config);
   YAML::Node root = YAML::Clone(composed.root);
   root["search"]["name"] = plan.settings.name;  // a resumed run keeps its name (search.yaml's stem is not it)
   YAML::Emitter out;
