@@ -129,4 +129,30 @@ TEST_CASE("search evidence: top band, Kendall tau, picks in band and the targets
   for (const char* file : {"evidence.md", "ground_truth.csv", "searches.csv", "methods.csv", "baselines.csv"})
     CHECK(fs::exists(report + "/" + file));
   CHECK(read_file(report + "/evidence.md") == e.markdown);
+
+  // When the best schedule breaks a hard rule, a decoded pick (which obeys rules 1-3) is also
+  // judged against the best schedule the rules allow. D (decreasing: rule 2) now best, by 0.10 on every seed.
+  csv = "name,heads,seed,status,final_val_loss,tokens_all_rungs\n";
+  for (const auto& [heads, losses] : truth)
+    for (size_t i = 0; i < losses.size(); ++i)
+      csv += fmt::format("x,\"{}\",{},completed,{},64\n", heads, i,
+                         heads == "[4, 4, 1, 1]" ? losses[i] - 0.30 : losses[i]);
+  write_file(gt + "/summary.csv", csv);
+  o.pick = "decoded";
+  const Evidence d = evaluate_search(o);
+  REQUIRE(text(d.ground_truth.rows[0][d.ground_truth.column("heads")]) == "4 4 1 1");
+  // Decoded picks (the first row obeying rules 1-3): s1 B (within noise of A), s2 A, s3 C (A + 0.05).
+  const std::vector<std::string> decoded{"2x2,4x2", "4x4", "1x2,4x2"};
+  const std::vector<int> in_allowed{1, 1, 0};
+  const std::vector<double> vs_allowed{0.001, 0.0, 0.05};
+  for (size_t i = 0; i < 3; ++i) {
+    INFO(i);
+    CHECK(text(d.searches.rows[i][d.searches.column("pick")]) == decoded[i]);
+    CHECK(number(d.searches.rows[i][d.searches.column("pick_in_top_band")]) == 0);  // none reaches D
+    CHECK(number(d.searches.rows[i][d.searches.column("pick_diff_vs_best_allowed")]) == Approx(vs_allowed[i]).margin(1e-9));
+    CHECK(number(d.searches.rows[i][d.searches.column("pick_in_allowed_band")]) == in_allowed[i]);
+  }
+  CHECK(number(d.methods.rows[0][d.methods.column("picks_in_allowed_band")]) == 2);
+  CHECK_THAT(d.markdown, Catch::Contains("Rules 1-3 allow 3 of the 4 schedules; the best of them, 4x4, is +0.1000") &&
+                             Catch::Contains("judged against the best schedule they allow (4x4)"));
 }

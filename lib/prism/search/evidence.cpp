@@ -15,6 +15,7 @@
 #include "prism/config/config.h"
 #include "prism/error.h"
 #include "prism/schedule/cost.h"
+#include "prism/schedule/rules.h"
 #include "prism/search/search.h"
 #include "prism/sweep/plan.h"
 
@@ -102,6 +103,10 @@ struct GroundTruth {
   std::map<Heads, double> mean;
   std::map<Heads, Paired> vs_best;
   std::set<Heads> band;
+  // The schedules rules 1-3 allow at the ground truth's model (h_base = its model.n_head), and the
+  // best of them: what a decoded pick can reach when the best schedule breaks a rule.
+  std::set<Heads> allowed;
+  Heads best_allowed;                      // empty when rules 1-3 allow none
   std::vector<uint64_t> seeds;             // every schedule's
   // How well one seed's ranking agrees with the others': per seed, Kendall tau between its
   // losses and the mean of the other seeds' over the schedules. The ceiling a search's tau
@@ -171,6 +176,11 @@ GroundTruth read_ground_truth(const std::string& dir, double confidence, std::ve
   const int64_t T = c.train.seq_len > 0 ? c.train.seq_len : c.model.block_size;
   g.flops_per_token = model_cost(c.model, t.schedule, static_cast<int>(T)).train_flops_per_token;
   g.run_flops = static_cast<double>(t.max_steps * t.step_tokens) * g.flops_per_token;
+  for (const auto& h : g.schedules)  // best first
+    if (check_schedule(HeadSchedule(h), static_cast<int>(h.size()), c.model.d_model, c.model.n_head).ok()) {
+      g.allowed.insert(h);
+      if (g.best_allowed.empty()) g.best_allowed = h;
+    }
   return g;
 }
 
@@ -209,8 +219,8 @@ struct SearchResult {
   double tau = kNaN, tau_estimate = kNaN;
   size_t ranked_gt = 0;
   Heads pick;
-  Paired pick_vs_best;
-  bool pick_in_gt = false, pick_trained = false, in_band = false;
+  Paired pick_vs_best, pick_vs_allowed;  // against the best schedule, and the best rules 1-3 allow
+  bool pick_in_gt = false, pick_trained = false, in_band = false, in_allowed_band = false;
   double search_share = kNaN, total_share = kNaN, budget_runs = kNaN;
 };
 
@@ -311,6 +321,10 @@ Evidence evaluate_search(const EvidenceOptions& o) {
       r.pick_vs_best = paired(*from_scratch, gt_loss.at(best), o.confidence);
       r.pick_trained = r.pick_vs_best.seeds >= 2;
       r.in_band = r.pick_trained && (r.pick == best || contains_zero(r.pick_vs_best.ci));
+      if (!g.best_allowed.empty()) {
+        r.pick_vs_allowed = paired(*from_scratch, gt_loss.at(g.best_allowed), o.confidence);
+        r.in_allowed_band = r.pick_vs_allowed.seeds >= 2 && (r.pick == g.best_allowed || contains_zero(r.pick_vs_allowed.ci));
+      }
     }
     const SearchCost k = search_cost(plan);
     // Flops in the ground truth's units: the search's run has the same model and recipe (checked by the note below).
@@ -326,32 +340,36 @@ Evidence evaluate_search(const EvidenceOptions& o) {
   }
   e.searches.columns = {"search", "method", "seed", "gt_schedules_ranked", "kendall_tau", "kendall_tau_estimate",
                         "pick", "pick_in_ground_truth", "pick_diff_vs_best", "pick_ci_lo", "pick_ci_hi", "pick_in_top_band",
+                        "pick_diff_vs_best_allowed", "pick_allowed_ci_lo", "pick_allowed_ci_hi", "pick_in_allowed_band",
                         "search_share_of_grid", "with_retraining_share_of_grid"};
   for (const auto& r : results)
     e.searches.add({r.dir, r.method, static_cast<int64_t>(r.seed), static_cast<int64_t>(r.ranked_gt), r.tau, r.tau_estimate,
                     label(r.pick), static_cast<int64_t>(r.pick_in_gt), r.pick_vs_best.diff, r.pick_vs_best.ci.lo,
-                    r.pick_vs_best.ci.hi, r.pick_trained ? Cell(static_cast<int64_t>(r.in_band)) : Cell(), r.search_share,
-                    r.total_share});
+                    r.pick_vs_best.ci.hi, r.pick_trained ? Cell(static_cast<int64_t>(r.in_band)) : Cell(),
+                    r.pick_vs_allowed.diff, r.pick_vs_allowed.ci.lo, r.pick_vs_allowed.ci.hi,
+                    r.pick_trained && !g.best_allowed.empty() ? Cell(static_cast<int64_t>(r.in_allowed_band)) : Cell(),
+                    r.search_share, r.total_share});
 
   // Per method.
   e.methods.columns = {"method", "searches", "tau_mean", "tau_ci_lo", "tau_ci_hi", "picks_in_band", "picks_retrained",
-                       "with_retraining_share_of_grid", "budget_runs"};
+                       "picks_in_allowed_band", "with_retraining_share_of_grid", "budget_runs"};
   std::map<std::string, std::vector<const SearchResult*>> by_method;
   for (const auto& r : results) by_method[r.method].push_back(&r);
   std::string targets;
   for (const auto& [method, rs] : by_method) {
     std::vector<double> taus, shares, budgets;
-    int64_t in_band = 0, trained = 0;
+    int64_t in_band = 0, trained = 0, in_allowed_band = 0;
     for (const auto* r : rs) {
       taus.push_back(r->tau);
       shares.push_back(r->total_share);
       budgets.push_back(r->budget_runs);
       in_band += r->in_band;
       trained += r->pick_trained;
+      in_allowed_band += r->in_allowed_band;
     }
     const Interval ti = mean_interval(taus, o.confidence);
-    e.methods.add({method, static_cast<int64_t>(rs.size()), mean_of(taus), ti.lo, ti.hi, in_band, trained, mean_of(shares),
-                   mean_of(budgets)});
+    e.methods.add({method, static_cast<int64_t>(rs.size()), mean_of(taus), ti.lo, ti.hi, in_band, trained,
+                   g.best_allowed.empty() ? Cell() : Cell(in_allowed_band), mean_of(shares), mean_of(budgets)});
     targets += fmt::format(
         "| {} | tau {} {} over {} searches: {} | {} of {} picks in the top band: {} | {:.1f}% of the grid: {} |\n", method,
         num(mean_of(taus), "{:.3f}"), interval(ti, "{:.3f}"), rs.size(),
@@ -406,6 +424,15 @@ Evidence evaluate_search(const EvidenceOptions& o) {
                     "Kendall tau {:.3f} on average (per seed: {:.3f}). A single seed ranks the schedules only that well; "
                     "a search's tau against the {}-seed means is read against it.\n\n",
                     g.seeds.size() - 1, mean_of(g.seed_tau), fmt::join(g.seed_tau, ", "), g.seeds.size());
+  if (g.best_allowed.empty()) {
+    md += "Rules 1-3 allow none of these schedules.\n\n";
+  } else if (g.best_allowed != best) {
+    const Paired& a = g.vs_best.at(g.best_allowed);
+    md += fmt::format("The best breaks a hard rule. Rules 1-3 allow {} of the {} schedules; the best of them, {}, is {} {} "
+                      "from the best{}.\n\n",
+                      g.allowed.size(), g.schedules.size(), label(g.best_allowed), num(a.diff, "{:+.4f}"),
+                      interval(a.ci), g.band.count(g.best_allowed) ? ", in the top band" : ", outside the top band");
+  }
   md += "| rank | schedule | val loss | vs best (paired) | 95% CI | top band |\n|---|---|---|---|---|---|\n";
   for (size_t i = 0; i < g.schedules.size(); ++i) {
     const Heads& h = g.schedules[i];
@@ -419,6 +446,16 @@ Evidence evaluate_search(const EvidenceOptions& o) {
                       r.pick_in_gt ? "" : " (outside the ground truth)", num(r.pick_vs_best.diff, "{:+.4f}"),
                       interval(r.pick_vs_best.ci), r.pick_trained ? (r.in_band ? "yes" : "no") : "not retrained",
                       100 * r.search_share, 100 * r.total_share);
+  if (o.pick == "decoded" && !g.best_allowed.empty() && g.best_allowed != best) {
+    md += fmt::format("\nA decoded pick obeys rules 1-3, so it is also judged against the best schedule they allow ({}): "
+                      "the band there is the schedules whose paired interval against {} contains 0.\n\n"
+                      "| search | pick | vs {} (from scratch) | in that band |\n|---|---|---|---|\n",
+                      label(g.best_allowed), label(g.best_allowed), label(g.best_allowed));
+    for (const auto& r : results)
+      md += fmt::format("| {} | {} | {} {} | {} |\n", fs::path(r.dir).filename().string(), label(r.pick),
+                        num(r.pick_vs_allowed.diff, "{:+.4f}"), interval(r.pick_vs_allowed.ci),
+                        r.pick_trained ? (r.in_allowed_band ? "yes" : "no") : "not retrained");
+  }
   md += "\n### Targets\n\n| method | Kendall tau >= 0.6 | pick in the top band in >= 2 of 3 | search + retraining <= 25% |\n|---|---|---|---|\n";
   md += targets;
   md += "\n### Baselines at the same compute\n\n| baseline | budget (runs) | share of grid | pick in top band | mean regret (nats) |\n|---|---|---|---|---|\n";
