@@ -104,8 +104,8 @@ SlurmSubmission submit_to_slurm(const SweepPlan& plan, const SlurmOptions& o) {
   fs::create_directories(dir);
   SweepLock lock = SweepLock::acquire((fs::path(dir) / "sweep.lock").string(), SweepLock::Mode::Exclusive, 0,
                                       "submitting the sweep to Slurm");
-  const std::string replaced = prepare_sweep_dir(dir, plan, o.force);
-  if (!replaced.empty()) log(fmt::format("--force: the previous sweep's other trials and index moved to {}", replaced));
+  const std::string change = prepare_sweep_dir(dir, plan, o.force, /*allow_growth=*/false).message();
+  if (!change.empty()) log(change);
 
   SlurmSubmission sub;
   sub.summary = collect_sweep(plan, dir);

@@ -173,8 +173,8 @@ SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& o) {
   fs::create_directories(o.dir);
   SweepLock lock = SweepLock::acquire((fs::path(o.dir) / "sweep.lock").string(), SweepLock::Mode::Exclusive, 0,
                                       "running the sweep");
-  const std::string replaced = prepare_sweep_dir(o.dir, plan, o.force);
-  if (!replaced.empty()) log(fmt::format("--force: the previous sweep's other trials and index moved to {}", replaced));
+  const std::string change = prepare_sweep_dir(o.dir, plan, o.force, /*allow_growth=*/true).message();
+  if (!change.empty()) log(change);
 
   LaunchOptions lo;
   lo.prism = o.prism;

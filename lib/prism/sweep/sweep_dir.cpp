@@ -67,6 +67,18 @@ std::string first_difference(const SweepPlan& old_plan, const SweepPlan& plan) {
   return "the plans differ";
 }
 
+// `plan` is `old_plan` with more trials: every earlier one unchanged, and no
+// successive halving (a new trial would change which trials each rung promotes).
+bool grows(const SweepPlan& old_plan, const SweepPlan& plan) {
+  if (old_plan.settings.halving.enabled || plan.settings.halving.enabled) return false;
+  if (plan.trials.size() <= old_plan.trials.size()) return false;
+  for (const auto& o : old_plan.trials) {
+    auto it = std::find_if(plan.trials.begin(), plan.trials.end(), [&](const Trial& n) { return n.name == o.name; });
+    if (it == plan.trials.end() || it->config != o.config || it->baseline != o.baseline) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string now_iso() {
@@ -193,7 +205,15 @@ bool needs_run(const RunInspection& run, RetryPolicy retry) {
   }
 }
 
-std::string prepare_sweep_dir(const std::string& dir, const SweepPlan& plan, bool force) {
+std::string SweepDirChange::message() const {
+  if (!replaced.empty()) return fmt::format("--force: the previous sweep's other trials and index moved to {}", replaced);
+  if (added > 0)
+    return fmt::format("the grid grew: {} new trial{}; the previous {} are kept (their runs are not redone)", added,
+                       added == 1 ? "" : "s", kept);
+  return "";
+}
+
+SweepDirChange prepare_sweep_dir(const std::string& dir, const SweepPlan& plan, bool force, bool allow_growth) {
   const fs::path root(dir);
   const fs::path yaml = root / "sweep.yaml";
   std::error_code ec;
@@ -210,12 +230,19 @@ std::string prepare_sweep_dir(const std::string& dir, const SweepPlan& plan, boo
     fs::create_directories(root, ec);
     if (ec) throw Error(fmt::format("cannot create the sweep directory: {}", ec.message()), dir, "check the path and permissions");
     write_file_atomic(yaml.string(), plan_to_yaml(plan));
-    return "";
+    return {};
   }
   const SweepPlan old_plan = plan_from_yaml(yaml.string());
   if (old_plan.definition() == plan.definition()) {
     write_file_atomic(yaml.string(), plan_to_yaml(plan));  // same trials; settings (jobs, ...) may differ
-    return "";
+    return {};
+  }
+  if (allow_growth && grows(old_plan, plan)) {  // the index is rewritten from every trial when the sweep ends
+    write_file_atomic(yaml.string(), plan_to_yaml(plan));
+    SweepDirChange c;
+    c.kept = old_plan.trials.size();
+    c.added = plan.trials.size() - old_plan.trials.size();
+    return c;
   }
   const std::string why = first_difference(old_plan, plan);
   if (!force)
@@ -249,7 +276,9 @@ std::string prepare_sweep_dir(const std::string& dir, const SweepPlan& plan, boo
   fs::create_directories(replaced);
   fs::copy_file(yaml, replaced / "sweep.yaml", fs::copy_options::overwrite_existing);
   write_file_atomic(yaml.string(), plan_to_yaml(plan));
-  return replaced.string();
+  SweepDirChange c;
+  c.replaced = replaced.string();
+  return c;
 }
 
 }  // namespace prism

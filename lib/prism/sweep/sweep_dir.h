@@ -80,11 +80,23 @@ enum class RetryPolicy { None, Untrained, All };
 // Whether a launch with this policy runs (starts, resumes or retries) the run.
 bool needs_run(const RunInspection& run, RetryPolicy retry);
 
+// What prepare_sweep_dir did to a directory an earlier sweep made.
+struct SweepDirChange {
+  std::string replaced;  // where --force moved the earlier sweep's other trials and index ("" if nowhere)
+  size_t added = 0;      // trials a grown grid added (every earlier trial kept, unchanged)
+  size_t kept = 0;       // the earlier trials the grown grid keeps
+  std::string message() const;  // one line for the log ("" if nothing changed)
+};
+
 // Creates the directory with sweep.yaml, or checks that the one there was made
-// by the same sweep. A different sweep is refused unless `force`; then the
-// trials it does not share with `plan` (and its index) move to
-// <dir>/replaced-<time>/, so nothing is lost. Returns that folder ("" if none).
-std::string prepare_sweep_dir(const std::string& dir, const SweepPlan& plan, bool force);
+// by the same sweep. With `allow_growth`, a grown grid (every earlier trial still
+// there with the same config, more added; no successive halving, whose rungs a
+// new trial would change) is taken as it is: a grid run in chunks of seeds. (The
+// local runner allows it; Slurm does not, as a grown grid renumbers the trials
+// that queued array tasks name by index.) Any other sweep is refused unless
+// `force`; then the trials it does not share with `plan` (and its index) move to
+// <dir>/replaced-<time>/, so nothing is lost.
+SweepDirChange prepare_sweep_dir(const std::string& dir, const SweepPlan& plan, bool force, bool allow_growth);
 
 // The local time as 2026-11-29T19:40:00.
 std::string now_iso();
