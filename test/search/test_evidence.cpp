@@ -120,6 +120,17 @@ TEST_CASE("search evidence: top band, Kendall tau, picks in band and the targets
   // mean (5.005 both): tau-b 5 / sqrt(5 x 6).
   CHECK_THAT(e.markdown, Catch::Contains("Kendall tau 0.749 on average (per seed: 0.667, 0.667, 0.913)"));
 
+  // A search is costed with the vocabulary its run trained on (the config.yaml it wrote), not what
+  // search.yaml's `vocab_size: auto` resolves to where the report runs.
+  write_file(o.searches[1] + "/config.yaml", "model:\n  vocab_size: 99999\n");
+  const Evidence v = evaluate_search(o);
+  fs::remove(o.searches[1] + "/config.yaml");
+  CHECK_THAT(v.markdown, Catch::Contains(o.searches[1] + ": one plain run of its config costs"));
+  CHECK_THAT(e.markdown, !Catch::Contains("one plain run of its config costs"));
+  const size_t share = s.column("search_share_of_grid");
+  CHECK(number(v.searches.rows[1][share]) > 1.5 * number(s.rows[1][share]));
+  CHECK(number(v.searches.rows[0][share]) == Approx(number(s.rows[0][share])));
+
   // The CLI writes the same tables.
   const std::string report = f.dir.file("report");
   auto r = run_prism(fmt::format("search --ground-truth {} --searches {} {} {} --report {}", gt, o.searches[0],

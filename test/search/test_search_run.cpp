@@ -334,7 +334,7 @@ TEST_CASE("a search plan takes its vocabulary from the prepared data, as its run
   fs::create_directories(data);
   write_file(data + "/prepare.json",
              R"({"files": 1, "documents": 1, "bytes": 1, "tokens": 1, "val_tokens": 1, "train_tokens": 1, )"
-             R"("seconds": 0, "shards": [], "vocab": {"file": "vocab.tiktoken", "size": 512, "trained": true}})");
+             R"("seconds": 0, "shards": [], "vocab": {"file": "vocab.tiktoken", "size": 1000, "trained": true}})");
   const std::string path = dir.file("search.yaml");
   write_file(path, fmt::format("model: {{preset: test-tiny}}\n"
                                "train: {{batch_size: 4, seq_len: 32, tokens_per_step: 256, max_steps: 8}}\n"
@@ -342,11 +342,18 @@ TEST_CASE("a search plan takes its vocabulary from the prepared data, as its run
                                "search: {{space: {{heads: [1, 2, 4, 8]}}}}\n",
                                data));
   const SearchPlan plan = plan_search(path);
-  CHECK(plan.config.model.vocab_size == 512);
-  CHECK_THAT(format_search_dry_run(plan, "runs/x"), Catch::Contains("vocabulary 512 (from " + data + ")"));
+  CHECK(plan.config.model.vocab_size == 1000);  // the preset (test-tiny) has 512
+  CHECK_THAT(format_search_dry_run(plan, "runs/x"), Catch::Contains("vocabulary 1000 (from " + data + ")"));
   const SearchPlan fixed = plan_search(path, {"model.vocab_size=50257"});
   CHECK(fixed.config.model.vocab_size == 50257);
   CHECK(search_cost(plan).run_flops < 0.5 * search_cost(fixed).run_flops);
+  // search.yaml (what a run writes) records the number, so it is costed the same where the data
+  // is not (a copied run folder; data.dir is read from the working directory).
+  const std::string written = dir.file("written.yaml");
+  write_file(written, search_config_yaml(plan));
+  const SearchPlan elsewhere = plan_search(written, {"data.dir=" + dir.file("no-data-here")});
+  CHECK(elsewhere.config.model.vocab_size == 1000);
+  CHECK(plan_search(path, {"data.dir=" + dir.file("no-data-here")}).config.model.vocab_size == 512);  // the preset's
 }
 
 TEST_CASE("every shipped search file plans, and search plus retraining costs less than the grid it names",

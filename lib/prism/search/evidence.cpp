@@ -19,11 +19,44 @@
 #include "prism/search/search.h"
 #include "prism/sweep/plan.h"
 
+#include <yaml-cpp/yaml.h>
+
 namespace fs = std::filesystem;
 
 namespace prism {
 
 namespace {
+
+// The vocabulary a run trained with, from the config.yaml it wrote ("" if there is none).
+// Sweep and search files may say `vocab_size: auto`, which resolves against data.dir
+// from the working directory: the preset's 50257 ids where the data is not prepared
+// there (as for a report's copied inputs), while the runs trained on the data's.
+std::string run_vocabulary(const fs::path& run_dir) {
+  const fs::path config = run_dir / "config.yaml";
+  if (!fs::exists(config)) return "";
+  try {
+    const YAML::Node v = YAML::LoadFile(config.string())["model"]["vocab_size"];
+    return v && v.IsScalar() && v.Scalar() != "auto" ? v.Scalar() : "";
+  } catch (const YAML::Exception& e) {
+    throw Error(fmt::format("cannot read the run's config: {}", e.what()), config.string(),
+                "restore the config.yaml that prism wrote, or remove it to cost the run from its sweep or search file");
+  }
+}
+
+// A search as its run was costed: its vocabulary from the run's config.yaml.
+SearchPlan search_plan_of(const std::string& dir) {
+  const std::string v = run_vocabulary(dir);
+  return plan_search((fs::path(dir) / "search.yaml").string(),
+                     v.empty() ? std::vector<std::string>{} : std::vector<std::string>{"model.vocab_size=" + v});
+}
+
+// Says so when a cost rests on the preset's vocabulary because the data is not there.
+void note_vocabulary(const std::string& what, const Config& c, std::vector<std::string>& notes) {
+  if (c.vocab_source.rfind("the preset's", 0) == 0)
+    notes.push_back(fmt::format("{}: costed with {} token ids, {}; run the report where its data is prepared "
+                                "(data.dir is read from the working directory)",
+                                what, c.model.vocab_size, c.vocab_source));
+}
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 using Heads = std::vector<int>;
@@ -172,7 +205,13 @@ GroundTruth read_ground_truth(const std::string& dir, double confidence, std::ve
   // The cost of one of its runs, from its resolved trials (every schedule costs the same: neutrality).
   const SweepPlan plan = plan_from_yaml((fs::path(dir) / "sweep.yaml").string());
   const Trial& t = plan.trials.front();
-  const Config c = trial_config(t);  // its vocabulary from the data, as the trained runs' was
+  Config c = trial_config(t);  // its vocabulary from the data, as the trained runs' was
+  const std::string v = run_vocabulary(fs::path(dir) / t.name);
+  if (!v.empty()) {
+    c.model.vocab_size = std::stoi(v);
+  } else {
+    note_vocabulary(dir, c, notes);
+  }
   const int64_t T = c.train.seq_len > 0 ? c.train.seq_len : c.model.block_size;
   g.flops_per_token = model_cost(c.model, t.schedule, static_cast<int>(T)).train_flops_per_token;
   g.run_flops = static_cast<double>(t.max_steps * t.step_tokens) * g.flops_per_token;
@@ -295,7 +334,8 @@ Evidence evaluate_search(const EvidenceOptions& o) {
   for (const auto& dir : o.searches) {
     SearchResult r;
     r.dir = dir;
-    const SearchPlan plan = plan_search((fs::path(dir) / "search.yaml").string());
+    const SearchPlan plan = search_plan_of(dir);
+    note_vocabulary(dir, plan.config, e.notes);
     r.method = method_name(plan.settings.method);
     r.seed = plan.settings.seed;
     const auto rows = read_ranking(dir);
