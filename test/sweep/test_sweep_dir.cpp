@@ -39,6 +39,18 @@ TEST_CASE("the sweep lock admits one runner, or many tasks, never both", "[sweep
   CHECK(r.exit_code != 0);  // another process sees it held
 }
 
+namespace {
+
+// Gives each trial of `plan` a finished run in `out` (a run.h5 saying "results").
+void finish_trials(const std::string& out, const SweepPlan& plan) {
+  for (const auto& t : plan.trials) {
+    fs::create_directories(out + "/" + t.name);
+    write_file(out + "/" + t.name + "/run.h5", "results");
+  }
+}
+
+}  // namespace
+
 TEST_CASE("a directory made by another sweep is refused, and --force moves what differs aside", "[sweep][dir]") {
   TempDir d("prism-sweepdir");
   write_file(d.file("a.yaml"), tiny_base("/no/data") + "sweep:\n  grid:\n    train.seed: [0, 1]\n");
@@ -47,10 +59,7 @@ TEST_CASE("a directory made by another sweep is refused, and --force moves what 
   CHECK(prepare_sweep_dir(out, a, false, true).message().empty());
   CHECK(fs::exists(out + "/sweep.yaml"));
   CHECK(prepare_sweep_dir(out, plan_sweep(d.file("a.yaml"), {"sweep.jobs=4"}), false, true).message().empty());  // same trials
-  for (const auto& t : a.trials) {
-    fs::create_directories(out + "/" + t.name);
-    write_file(out + "/" + t.name + "/run.h5", "results");
-  }
+  finish_trials(out, a);
   write_file(out + "/summary.csv", "old index");
 
   auto b = plan_sweep(d.file("a.yaml"), {"sweep.grid.train.seed=[1,2]"});
@@ -86,10 +95,7 @@ TEST_CASE("a grid grown by more seeds keeps its finished trials without --force,
   const std::string out = d.file("out");
   auto a = plan_sweep(d.file("a.yaml"));
   REQUIRE(prepare_sweep_dir(out, a, false, true).message().empty());
-  for (const auto& t : a.trials) {
-    fs::create_directories(out + "/" + t.name);
-    write_file(out + "/" + t.name + "/run.h5", "results");
-  }
+  finish_trials(out, a);
   auto grown = plan_sweep(d.file("a.yaml"), {"sweep.grid.train.seed=[0,1,2,3]"});
   REQUIRE(grown.trials.size() == 2 * a.trials.size());
   // Slurm's array tasks name trials by index, which a grown grid renumbers: refused there.

@@ -199,13 +199,13 @@ SearchPlan plan_search(const std::string& path, const std::vector<std::string>& 
   SearchPlan plan = read_plan(composed, path, overrides);
   // The vocabulary follows the data (`vocab_size: auto`), as the trained model's does:
   // the cost figures and the grid's depend on it (the embedding and the logits).
-  const bool from_data = plan.config.model.vocab_from_data;
   resolve_vocabulary(plan.config);
   YAML::Node root = YAML::Clone(composed.root);
   root["search"]["name"] = plan.settings.name;  // a resumed run keeps its name (search.yaml's stem is not it)
   // search.yaml records the number, as a run's config.yaml does, so that the file
   // costs the search the same wherever it is read (data.dir is relative to the cwd).
-  if (from_data && plan.config.vocab_source.rfind("from ", 0) == 0) root["model"]["vocab_size"] = plan.config.model.vocab_size;
+  // vocab_source says "from DIR" only where `auto` took the data's vocabulary.
+  if (plan.config.vocab_source.rfind("from ", 0) == 0) root["model"]["vocab_size"] = plan.config.model.vocab_size;
   YAML::Emitter out;
   out << root;
   plan.file_text = out.c_str();

@@ -67,16 +67,18 @@ std::string first_difference(const SweepPlan& old_plan, const SweepPlan& plan) {
   return "the plans differ";
 }
 
+// Whether `plan` has the earlier trial `t` unchanged: the same name and config.
+bool unchanged_in(const SweepPlan& plan, const Trial& t) {
+  return std::any_of(plan.trials.begin(), plan.trials.end(),
+                     [&](const Trial& n) { return n.name == t.name && n.config == t.config; });
+}
+
 // `plan` is `old_plan` with more trials: every earlier one unchanged, and no
 // successive halving (a new trial would change which trials each rung promotes).
 bool grows(const SweepPlan& old_plan, const SweepPlan& plan) {
   if (old_plan.settings.halving.enabled || plan.settings.halving.enabled) return false;
-  if (plan.trials.size() <= old_plan.trials.size()) return false;
-  for (const auto& o : old_plan.trials) {
-    auto it = std::find_if(plan.trials.begin(), plan.trials.end(), [&](const Trial& n) { return n.name == o.name; });
-    if (it == plan.trials.end() || it->config != o.config || it->baseline != o.baseline) return false;
-  }
-  return true;
+  return plan.trials.size() > old_plan.trials.size() &&
+         std::all_of(old_plan.trials.begin(), old_plan.trials.end(), [&](const Trial& o) { return unchanged_in(plan, o); });
 }
 
 }  // namespace
@@ -264,14 +266,8 @@ SweepDirChange prepare_sweep_dir(const std::string& dir, const SweepPlan& plan, 
     fs::create_directories(replaced);
     fs::rename(p, replaced / p.filename());
   };
-  for (const auto& t : old_plan.trials) {
-    bool keep = halving_same;
-    if (keep) {
-      auto it = std::find_if(plan.trials.begin(), plan.trials.end(), [&](const Trial& n) { return n.name == t.name; });
-      keep = it != plan.trials.end() && it->config == t.config;
-    }
-    if (!keep) move_away(root / t.name);
-  }
+  for (const auto& t : old_plan.trials)
+    if (!halving_same || !unchanged_in(plan, t)) move_away(root / t.name);
   for (const char* f : {"sweep.h5", "summary.csv", "ranking.txt", "halving.csv"}) move_away(root / f);
   fs::create_directories(replaced);
   fs::copy_file(yaml, replaced / "sweep.yaml", fs::copy_options::overwrite_existing);
