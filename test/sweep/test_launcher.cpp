@@ -4,7 +4,13 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <sys/wait.h>
+
+#include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <memory>
+#include <thread>
 
 #include "test_paths.h"
 #include "prism/sweep/local_launcher.h"
@@ -158,4 +164,31 @@ TEST_CASE("a run interrupted without a checkpoint starts over, with one it resum
   CHECK(second.skipped_completed == 1);
   CHECK_THAT(read_file(r.runs[0].dir + "/calls.txt"), Catch::Contains("--force"));
   CHECK(r.record(0).attempts == 2);
+}
+
+TEST_CASE("a trial's binary that a build is rewriting is waited for, and a missing one is an error", "[sweep][launcher]") {
+  TempDir dir;
+  const std::string bin = dir.file("prism-being-linked");
+  const std::string log = dir.file("trial.log");
+  // A linker holds its output open for writing while it writes it: execve says ETXTBSY until it closes.
+  auto writer = std::make_unique<std::ofstream>(bin);
+  *writer << "#!/bin/sh\necho started \"$@\"\n" << std::flush;
+  fs::permissions(bin, fs::perms::owner_all);
+  CHECK_THROWS_WITH(spawn_prism(bin, {"train"}, log, 1, false, 0.0), Catch::Contains("Text file busy"));
+  std::thread linker([&]() {
+    std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    writer.reset();
+  });
+  const pid_t pid = spawn_prism(bin, {"train", "x.yaml"}, log, 1, false, 30.0);
+  linker.join();
+  int status = -1;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK_THAT(read_file(log), Catch::Contains("started train x.yaml"));
+
+  // A binary that is not there (and does not appear) is an error that names it and why.
+  const std::string gone = dir.file("no-such-prism");
+  CHECK_THROWS_WITH(spawn_prism(gone, {"train"}, log, 1, false, 0.3),
+                    Catch::Contains("cannot execute " + gone) && Catch::Contains("No such file"));
 }

@@ -93,8 +93,66 @@ std::vector<std::string> child_environment(int threads) {
 
 }  // namespace
 
+namespace {
+
+// One fork + execve of `prism`. Returns the child's pid, or -errno when execve failed (the child is
+// reaped): the child reports execve's errno through a close-on-exec pipe, which a successful exec
+// closes unread.
+pid_t spawn_once(const std::string& prism, std::vector<char*>& argv, std::vector<char*>& envp, int log_fd, int null_fd,
+                 bool own_group) {
+  int report[2];
+  if (pipe2(report, O_CLOEXEC) != 0)
+    throw Error(fmt::format("cannot start a trial process: {}", std::strerror(errno)), "prism sweep",
+                "lower --jobs or raise the open-file limit");
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) {
+    const int e = errno;
+    ::close(report[0]);
+    ::close(report[1]);
+    throw Error(fmt::format("cannot start a trial process: {}", std::strerror(e)), "prism sweep",
+                "lower --jobs or free memory");
+  }
+  if (pid == 0) {  // the child: only async-signal-safe calls until execve
+    ::close(report[0]);
+    if (own_group) setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(129);  // the launcher died before prctl
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    if (null_fd >= 0) dup2(null_fd, 0);
+    dup2(log_fd, 1);
+    dup2(log_fd, 2);
+    execve(prism.c_str(), argv.data(), envp.data());
+    const int e = errno;
+    ssize_t n = write(report[1], &e, sizeof(e));
+    (void)n;
+    _exit(127);
+  }
+  if (own_group) setpgid(pid, pid);  // also here, so a signal sent right away finds the group
+  ::close(report[1]);
+  int child_errno = 0;
+  ssize_t got;
+  do {
+    got = read(report[0], &child_errno, sizeof(child_errno));
+  } while (got < 0 && errno == EINTR);
+  ::close(report[0]);
+  if (got != static_cast<ssize_t>(sizeof(child_errno))) return pid;  // closed by a successful execve
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return -child_errno;
+}
+
+// An execve failure that passes: the binary is being rewritten (a relink replaces the file and
+// holds it open for writing) or is not there yet.
+bool transient_exec_error(int e) { return e == ETXTBSY || e == ENOENT || e == EACCES || e == ENOEXEC; }
+
+}  // namespace
+
 pid_t spawn_prism(const std::string& prism, const std::vector<std::string>& args, const std::string& log_path,
-                  int threads, bool own_group) {
+                  int threads, bool own_group, double exec_wait_s) {
   std::vector<std::string> argv_s{prism};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -110,33 +168,28 @@ pid_t spawn_prism(const std::string& prism, const std::vector<std::string>& args
     throw Error(fmt::format("cannot open the trial log: {}", std::strerror(errno)), log_path,
                 "check that the sweep directory is writable");
   const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  const pid_t parent = getpid();
-  const pid_t pid = fork();
-  if (pid < 0) {
+  auto close_fds = [&]() {
     ::close(log_fd);
     if (null_fd >= 0) ::close(null_fd);
-    throw Error(fmt::format("cannot start a trial process: {}", std::strerror(errno)), "prism sweep",
-                "lower --jobs or free memory");
+  };
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                              std::chrono::duration<double>(std::max(0.0, exec_wait_s)));
+  pid_t pid;
+  try {
+    while ((pid = spawn_once(prism, argv, envp, log_fd, null_fd, own_group)) < 0 && transient_exec_error(-pid) &&
+           std::chrono::steady_clock::now() < give_up)
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  } catch (...) {
+    close_fds();
+    throw;
   }
-  if (pid == 0) {  // the child: only async-signal-safe calls until execve
-    if (own_group) setpgid(0, 0);
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (getppid() != parent) _exit(129);  // the launcher died before prctl
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    if (null_fd >= 0) dup2(null_fd, 0);
-    dup2(log_fd, 1);
-    dup2(log_fd, 2);
-    execve(prism.c_str(), argv.data(), envp.data());
-    const char msg[] = "prism sweep: error: cannot execute the prism binary for this trial\n";
-    ssize_t n = write(2, msg, sizeof(msg) - 1);
-    (void)n;
-    _exit(127);
-  }
-  if (own_group) setpgid(pid, pid);  // also here, so a signal sent right away finds the group
-  ::close(log_fd);
-  if (null_fd >= 0) ::close(null_fd);
+  close_fds();
+  if (pid < 0)
+    throw Error(fmt::format("cannot execute {}: {}{}", prism, std::strerror(-pid),
+                            transient_exec_error(-pid) ? fmt::format(" (still after {:g} s of retries)", exec_wait_s) : ""),
+                "prism sweep",
+                "rebuild prism if a build replaced it, or name a working binary; the finished trials are kept and "
+                "rerunning the sweep continues it");
   return pid;
 }
 
@@ -385,7 +438,13 @@ std::string self_executable() {
   std::error_code ec;
   auto p = fs::read_symlink("/proc/self/exe", ec);
   if (ec) throw Error("cannot find the prism executable (/proc/self/exe)", "prism sweep", "run prism by its full path");
-  return p.string();
+  // A rebuild since this process started replaced the file: the link names the old one as
+  // "PATH (deleted)", and PATH is the new build.
+  std::string s = p.string();
+  const std::string deleted = " (deleted)";
+  if (s.size() > deleted.size() && s.compare(s.size() - deleted.size(), deleted.size(), deleted) == 0)
+    s.resize(s.size() - deleted.size());
+  return s;
 }
 
 LaunchReport launch_local(const std::vector<TrialRun>& runs, const LaunchOptions& options) {
