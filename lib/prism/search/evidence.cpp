@@ -424,7 +424,11 @@ Evidence evaluate_search(const EvidenceOptions& o) {
     for (const auto* r : rs) budgets.push_back(r->budget_runs);
     const auto b = static_cast<size_t>(std::floor(mean_of(budgets)));
     const auto [band, regret] = random_search(g, gt_loss, b);
-    e.baselines.add({fmt::format("random search at {}'s budget ({} schedules, 1 seed each)", method, b),
+    // A budget past the ground truth's schedules trains each of them once (random_search clamps it).
+    const size_t n = g.schedules.size();
+    const std::string drawn = b > n ? fmt::format("all {} schedules, 1 seed each; the budget exceeds them", n)
+                                    : fmt::format("{} schedules, 1 seed each", b);
+    e.baselines.add({fmt::format("random search at {}'s budget of {} runs ({})", method, b, drawn),
                      static_cast<int64_t>(b), static_cast<double>(b) / static_cast<double>(g.schedules.size() * g.seeds.size()),
                      band, regret});
   }
