@@ -429,7 +429,7 @@ Evidence evaluate_search(const EvidenceOptions& o) {
     const std::string drawn = b > n ? fmt::format("all {} schedules, 1 seed each; the budget exceeds them", n)
                                     : fmt::format("{} schedules, 1 seed each", b);
     e.baselines.add({fmt::format("random search at {}'s budget of {} runs ({})", method, b, drawn),
-                     static_cast<int64_t>(b), static_cast<double>(b) / static_cast<double>(g.schedules.size() * g.seeds.size()),
+                     static_cast<int64_t>(b), static_cast<double>(b) / static_cast<double>(n * g.seeds.size()),
                      band, regret});
   }
   for (const auto& dir : o.halving) {
