@@ -178,6 +178,44 @@ TEST_CASE("kill -9 mid-run, then --resume, reproduces the uninterrupted loss cur
   }
 }
 
+namespace {
+// A model.safetensors's tensor data: everything after the 8-byte header length and
+// the JSON header (whose metadata names the run, step and schedule).
+std::string tensor_bytes(const std::string& model_safetensors) {
+  const std::string s = read_file(model_safetensors);
+  REQUIRE(s.size() >= 8);
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(s[static_cast<size_t>(i)]);
+  REQUIRE(s.size() >= 8 + n);
+  return s.substr(8 + n);
+}
+}  // namespace
+
+TEST_CASE("train.init_from starts a run from another run's weights, under another schedule", "[train][run]") {
+  Fixture f;
+  const std::string a = f.dir.file("a"), b = f.dir.file("b");
+  auto ra = run_prism(fmt::format("train {} --out {} train.max_steps=4", f.config, a));
+  INFO(ra.output);
+  REQUIRE(ra.exit_code == 0);
+  // At lr 0 a step leaves the weights as they started: b's final weights are a's.
+  auto rb = run_prism(fmt::format("train {} --out {} train.init_from={} \"schedule.heads=[1, 4]\" train.lr=0 "
+                                  "train.max_steps=1 train.checkpoint_every=0",
+                                  f.config, b, a));
+  INFO(rb.output);
+  REQUIRE(rb.exit_code == 0);
+  CHECK_THAT(rb.output, Catch::Contains("weights: from " + a + "/checkpoints/step_000004/model.safetensors"));
+  CHECK(tensor_bytes(b + "/checkpoints/step_000001/model.safetensors") ==
+        tensor_bytes(a + "/checkpoints/step_000004/model.safetensors"));
+  CHECK_THAT(read_file(b + "/config.yaml"), Catch::Contains("init_from: " + a));
+  // What it cannot load, it names.
+  auto none = run_prism(fmt::format("train {} --out {} train.init_from={}", f.config, f.dir.file("c"), f.dir.file("nowhere")));
+  CHECK(none.exit_code == 2);
+  CHECK_THAT(none.output, Catch::Contains("no checkpoint found") && Catch::Contains(f.dir.file("nowhere")));
+  auto wider = run_prism(fmt::format("train {} --out {} train.init_from={} model.d_model=128", f.config, f.dir.file("d"), a));
+  CHECK(wider.exit_code == 2);
+  CHECK_THAT(wider.output, Catch::Contains("in the checkpoint but") && Catch::Contains("Fix:"));
+}
+
 TEST_CASE("a finished run is never overwritten without --force", "[train][run]") {
   Fixture f;
   const std::string out = f.dir.file("a");

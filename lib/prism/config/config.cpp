@@ -145,6 +145,7 @@ std::string to_yaml(const Config& c) {
       << t.eval_every << YAML::Key << "eval_tokens" << YAML::Value << t.eval_tokens << YAML::Key << "distance_every"
       << YAML::Value << t.distance_every << YAML::Key << "distance_batch" << YAML::Value << t.distance_batch
       << YAML::Key << "checkpoint_every" << YAML::Value << t.checkpoint_every;
+  if (!t.init_from.empty()) out << YAML::Key << "init_from" << YAML::Value << t.init_from;
   out << YAML::EndMap;
   out << YAML::Key << "data" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "dir" << YAML::Value << c.data.dir << YAML::Key << "shuffle" << YAML::Value << c.data.shuffle;

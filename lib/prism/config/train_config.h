@@ -30,6 +30,12 @@ struct TrainConfig {
   int64_t distance_every = 200;  // attention distance cadence (0 = only at the end)
   int64_t distance_batch = 4;    // sequences in the fixed held-out distance batch
   int64_t checkpoint_every = 500;// 0 = only at the end (and on SIGINT/SIGTERM)
+  // Start from these weights instead of a random initialisation: a run directory
+  // (its newest checkpoint), a checkpoint directory or a model.safetensors. Any
+  // schedule loads any checkpoint of the same width, depth and vocabulary (the
+  // head count only slices W_Q, W_K, W_V). Optimizer, step count and data start
+  // fresh; "" = random initialisation from train.seed.
+  std::string init_from;
 };
 
 struct DataConfig {

@@ -24,8 +24,9 @@ std::string read_name(const std::string& path) {
   return s;
 }
 
-// The model.safetensors that `path` names: the file itself, a checkpoint directory's, or a run's latest.
-std::string model_file(const std::string& path) {
+}  // namespace
+
+std::string checkpoint_model_file(const std::string& path) {
   const fs::path p(path);
   if (fs::is_regular_file(p)) return p.string();
   if (fs::exists(p / "model.safetensors")) return (p / "model.safetensors").string();
@@ -33,8 +34,6 @@ std::string model_file(const std::string& path) {
   throw Error("no checkpoint found", path,
               "pass a run directory with checkpoints/, a checkpoint directory or a model.safetensors file");
 }
-
-}  // namespace
 
 std::optional<std::string> latest_checkpoint(const std::string& run_dir) {
   const fs::path root = fs::path(run_dir) / "checkpoints";
@@ -59,7 +58,7 @@ void load_weights(GPT& model, const std::string& path) {
 }
 
 LoadedModel load_model(const std::string& path) {
-  const std::string file = model_file(path);
+  const std::string file = checkpoint_model_file(path);
   auto meta = load_safetensors(file).metadata;
   if (meta["format"] != kCheckpointFormat)
     throw Error("not a Prism checkpoint (missing format metadata)", file, "pass a model.safetensors written by prism train");

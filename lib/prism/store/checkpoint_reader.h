@@ -35,6 +35,10 @@ struct LoadedModel {
 };
 LoadedModel load_model(const std::string& path);
 
+// The model.safetensors that `path` names: the file itself, a checkpoint
+// directory's, or a run directory's latest. Throws prism::Error naming `path`.
+std::string checkpoint_model_file(const std::string& path);
+
 // Copies weights by name; throws prism::Error naming missing or mis-shaped tensors.
 void load_weights(GPT& model, const std::string& model_safetensors);
 

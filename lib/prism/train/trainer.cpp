@@ -211,6 +211,7 @@ class Loop {
   TrainerState st_;
   std::string config_yaml_;
   std::string last_checkpoint_;
+  std::string init_file_;  // the model.safetensors train.init_from named (a fresh run)
   ThroughputWindow window_;
   TrainSummary sum_;
   double unigram_ = std::nan("");  // the data's unigram baseline (prepare.json), printed beside every val loss
@@ -310,6 +311,11 @@ void Loop::build() {
   config_yaml_ = to_yaml(c_);
   model_ = GPT(c_.model, c_.schedule, attention::parse_backend(c_.attention.backend));
   model_->to(exec_.device);
+  if (!o_.resume && !c_.train.init_from.empty()) {
+    // Every rank reads the same file: the replicas start identical as seeded ones do.
+    init_file_ = checkpoint_model_file(c_.train.init_from);
+    load_weights(model_, init_file_);
+  }
   opt_ = make_adamw(*model_, c_.train);
   if (ext_) ext_->attach(model_, exec_);
   data_ = open_data(c_, *group_, shape_.accum);
@@ -378,6 +384,7 @@ void Loop::log_start() const {
                   exec_.describe(), c_.attention.backend, c_.train.max_steps, shape_.step_tokens, shape_.accum,
                   shape_.accum == 1 ? "" : "es", c_.train.batch_size, c_.train.seq_len));
   log("dtype: " + exec_.dtype_reason);
+  if (!init_file_.empty()) log("weights: from " + init_file_ + " (train.init_from; optimizer and data start fresh)");
   log(fmt::format("data: {} train tokens, {} validation batches, vocabulary {} ids ({}){}",
                   format_count(static_cast<double>(data_.train->tokens())), data_.val_batches, c_.model.vocab_size,
                   vocab_path_for(c_),
