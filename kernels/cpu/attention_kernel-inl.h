@@ -444,6 +444,8 @@ void forward_dim(const AttentionForwardParams& p, const Launch& launch) {
 template <typename In>
 void forward_typed(const AttentionForwardParams& p, const Launch& launch) {
   switch (p.head_dim) {
+    case 8: return forward_dim<In, 8>(p, launch);
+    case 16: return forward_dim<In, 16>(p, launch);
     case 32: return forward_dim<In, 32>(p, launch);
     case 64: return forward_dim<In, 64>(p, launch);
     case 128: return forward_dim<In, 128>(p, launch);
@@ -650,6 +652,8 @@ void backward_dim(const AttentionBackwardParams& p, const Launch& launch) {
 template <typename In>
 void backward_typed(const AttentionBackwardParams& p, const Launch& launch) {
   switch (p.head_dim) {
+    case 8: return backward_dim<In, 8>(p, launch);
+    case 16: return backward_dim<In, 16>(p, launch);
     case 32: return backward_dim<In, 32>(p, launch);
     case 64: return backward_dim<In, 64>(p, launch);
     case 128: return backward_dim<In, 128>(p, launch);

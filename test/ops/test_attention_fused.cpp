@@ -62,14 +62,14 @@ TEST_CASE("every code path this CPU runs matches the fp64 truth and the scalar r
   for (const auto& p : attention::cpu_code_paths())
     if (!p.supported) WARN(fmt::format("code path {} not supported by this CPU: not tested here", p.name));
   REQUIRE(paths.back() == "scalar");
-  // Head dims: odd (24), every compiled instance (32, 64, 128, 256) and a generic one (96);
+  // Head dims: odd (24), every compiled instance (8, 16, 32, 64, 128, 256) and a generic one (96);
   // lengths: one partial tile, several tiles with a ragged end.
   struct Shape {
     int64_t B, T, H, D;
   };
   for (auto dtype : {torch::kFloat, torch::kBFloat16})
-    for (Shape s : {Shape{2, 7, 2, 24}, Shape{2, 65, 2, 32}, Shape{1, 130, 2, 64}, Shape{2, 130, 1, 96},
-                    Shape{1, 70, 1, 128}, Shape{1, 70, 1, 256}}) {
+    for (Shape s : {Shape{2, 7, 2, 24}, Shape{2, 65, 4, 8}, Shape{1, 130, 3, 16}, Shape{2, 65, 2, 32},
+                    Shape{1, 130, 2, 64}, Shape{2, 130, 1, 96}, Shape{1, 70, 1, 128}, Shape{1, 70, 1, 256}}) {
       auto in = make_qkv(s.B, s.T, s.H, s.D, dtype);
       auto dout = torch::randn({s.B, s.T, s.H, s.D}, torch::kDouble).to(dtype);
       const bool bf16 = dtype == torch::kBFloat16;
