@@ -140,7 +140,7 @@ TEST_CASE("a mixture with sampled paths runs n counts per layer drawn from p, re
 TEST_CASE("prism search trains one shared model, ranks the space and records it all in run.h5", "[search][run]") {
   Fixture f;
   const std::string out = f.dir.file("spos");
-  auto r = run_prism(fmt::format("search {} --out {}", f.file("spos"), out));
+  auto r = run_prism(fmt::format("search {} --out {} search.finetune.steps=3 search.finetune.schedules=2", f.file("spos"), out));
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.output, Catch::Contains("search: single path") && Catch::Contains("16 schedules"));
@@ -194,6 +194,25 @@ TEST_CASE("prism search trains one shared model, ranks the space and records it 
   REQUIRE(dry.exit_code == 0);
   CHECK_THAT(dry.output, Catch::Contains("trials") && Catch::Contains("seed"));
   CHECK(std::count(dry.output.begin(), dry.output.end(), '\n') >= 6);
+  // finetune.yaml trains the 2 best ranked 3 steps each from the search's final weights; its
+  // sweep runs, and each trial starts from those weights.
+  CHECK_THAT(r.output, Catch::Contains(fmt::format("prism sweep {}/finetune.yaml --out {}/finetune", out, out)));
+  const std::string ft = read_file(out + "/finetune.yaml");
+  CHECK_THAT(ft, Catch::Contains("init_from: " + out) && Catch::Contains("max_steps: 3"));
+  auto swept = run_prism(fmt::format("sweep {}/finetune.yaml --out {}/finetune --jobs 1", out, out));
+  INFO(swept.output);
+  REQUIRE(swept.exit_code == 0);
+  std::vector<std::vector<int>> tuned;
+  for (const auto& trial : fs::directory_iterator(out + "/finetune")) {
+    if (!fs::exists(trial.path() / "config.yaml")) continue;
+    CHECK_THAT(read_file((trial.path() / "config.yaml").string()), Catch::Contains("init_from: " + out));
+    CHECK_THAT(read_file((trial.path() / "config.yaml").string()), Catch::Contains("max_steps: 3"));
+    tuned.push_back(read_run((trial.path() / "run.h5").string())["attrs"]["heads"].get<std::vector<int>>());
+  }
+  std::sort(tuned.begin(), tuned.end());
+  std::vector<std::vector<int>> best2{ranked[0], ranked[1]};
+  std::sort(best2.begin(), best2.end());
+  CHECK(tuned == best2);
   // The plot of how the choice evolved renders from the run.
   auto plot = run(fmt::format("'{}' '{}/scripts/plot/search.py' {} --out {}/search.png", PRISM_PYTHON, PRISM_SOURCE_DIR,
                               out, out));
@@ -315,6 +334,11 @@ TEST_CASE("prism search --dry-run prints the search's cost next to the grid's, a
   INFO(two.output);
   REQUIRE(two.exit_code == 0);
   CHECK_THAT(two.output, Catch::Contains("2 of the 4 counts per layer sampled per micro-batch"));
+  auto tuned = run_prism(fmt::format("search {} --dry-run search.finetune.steps=3", f.file("spos")));
+  INFO(tuned.output);
+  REQUIRE(tuned.exit_code == 0);
+  CHECK_THAT(tuned.output, Catch::Contains("fine-tuning") && Catch::Contains("schedules x 3 steps from the shared weights"));
+  CHECK_THAT(r.output, !Catch::Contains("fine-tuning"));
   auto none = run_prism(fmt::format("search {} '~search'", f.file("spos")));
   CHECK(none.exit_code != 0);
   CHECK_THAT(none.output, Catch::Contains("no `search:` section"));

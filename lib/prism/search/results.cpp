@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -117,11 +118,64 @@ std::string top_sweep_yaml(const SearchPlan& plan, const Ranking& r) {
       out.c_str());
 }
 
+int64_t finetune_count(const FinetuneSettings& f, double ranked) {
+  if (f.steps <= 0) return 0;
+  const auto n = static_cast<int64_t>(ranked);
+  return f.schedules > 0 ? std::min(f.schedules, n) : n;
+}
+
+std::string finetune_sweep_yaml(const SearchPlan& plan, const Ranking& r, const std::string& run_dir) {
+  const FinetuneSettings& f = plan.settings.finetune;
+  std::vector<HeadSchedule> schedules;
+  for (const auto& e : r.ranked)
+    if (std::isfinite(e.loss)) schedules.push_back(e.schedule);
+  schedules.resize(static_cast<size_t>(finetune_count(f, static_cast<double>(schedules.size()))));
+  if (schedules.empty()) return "";
+  YAML::Node root = YAML::Load(to_yaml(plan.config));
+  const std::string from = fs::absolute(run_dir).lexically_normal().string();
+  const int64_t warmup = f.warmup_steps >= 0 ? f.warmup_steps : f.steps / 10;
+  // The ranking holds rule-breaking schedules too: each is trained as ranked.
+  root["schedule"]["hard_rules"] = false;
+  YAML::Node train = root["train"];
+  train["init_from"] = from;
+  train["max_steps"] = f.steps;
+  train["warmup_steps"] = warmup;
+  if (f.lr > 0) train["lr"] = f.lr;
+  train["eval_every"] = 0;
+  train["checkpoint_every"] = 0;
+  train["distance_every"] = 0;
+  YAML::Node sweep;
+  sweep["name"] = plan.settings.name + "-finetune";
+  sweep["baseline"] = false;
+  YAML::Node grid;
+  for (const auto& s : schedules) {
+    YAML::Node heads(YAML::NodeType::Sequence);
+    for (int h : s.heads()) heads.push_back(h);
+    heads.SetStyle(YAML::EmitterStyle::Flow);
+    grid["schedule.heads"].push_back(heads);
+  }
+  sweep["grid"] = grid;
+  root["sweep"] = sweep;
+  YAML::Emitter out;
+  out << root;
+  return fmt::format(
+      "# The {} best schedule{} of search {} ({}) by their held-out loss under the shared weights, each\n"
+      "# trained {} steps from those weights ({}; warm-up {}, seed {}: the same data for every\n"
+      "# schedule) and ranked again by the sweep's held-out loss: weight sharing favours the head counts\n"
+      "# the shared model trained most, and a short fine-tune undoes much of it (docs/search.md). Written\n"
+      "# by prism search:\n"
+      "#   prism sweep {{this file}} --out {}/finetune\n{}\n",
+      schedules.size(), schedules.size() == 1 ? "" : "s", plan.settings.name, plan.space.describe(), f.steps, from, warmup,
+      plan.config.train.seed, from, out.c_str());
+}
+
 void write_search_results(const SearchPlan& plan, const Ranking& r, const std::string& run_dir, RunStore* store) {
   if (store) store->write_group("search/ranking", ranking_group(plan, r));
   write_file_atomic((fs::path(run_dir) / "ranking.csv").string(), ranking_csv(r));
   const std::string top = top_sweep_yaml(plan, r);
   if (!top.empty()) write_file_atomic((fs::path(run_dir) / "top.yaml").string(), top);
+  const std::string finetune = finetune_sweep_yaml(plan, r, run_dir);
+  if (!finetune.empty()) write_file_atomic((fs::path(run_dir) / "finetune.yaml").string(), finetune);
 }
 
 std::string format_ranking(const SearchPlan& plan, const Ranking& r, const std::string& run_dir) {
@@ -158,6 +212,10 @@ std::string format_ranking(const SearchPlan& plan, const Ranking& r, const std::
   s += fmt::format("ranking: {}/ranking.csv and {}/run.h5 /search/ranking\n", run_dir, run_dir);
   if (!top_sweep_yaml(plan, r).empty())
     s += fmt::format("train the top schedules from scratch: prism sweep {}/top.yaml\n", run_dir);
+  if (plan.settings.finetune.steps > 0)
+    s += fmt::format("rank them again, each fine-tuned {} steps from the shared weights: prism sweep {}/finetune.yaml "
+                     "--out {}/finetune\n",
+                     plan.settings.finetune.steps, run_dir, run_dir);
   return s;
 }
 

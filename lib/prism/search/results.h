@@ -8,7 +8,12 @@
 //   - ranking.csv: the same table, best first;
 //   - top.yaml: a sweep file that trains the best `top` schedules obeying rules
 //     1-3 (and the uniform baseline) from scratch with the search's `seeds`:
-//     `prism sweep RUN_DIR/top.yaml`.
+//     `prism sweep RUN_DIR/top.yaml`;
+//   - finetune.yaml, when search.finetune.steps > 0: a sweep file that trains
+//     each of the best search.finetune.schedules ranked (all by default) for
+//     that many steps from the search's final weights (train.init_from), with
+//     the run's seed and recipe otherwise, to rank them again by the sweep's
+//     held-out losses: `prism sweep RUN_DIR/finetune.yaml --out RUN_DIR/finetune`.
 // Files are written whole under a temporary name, then renamed.
 #include <string>
 
@@ -25,7 +30,13 @@ std::string ranking_csv(const Ranking& ranking);
 // The sweep file of the top schedules, or "" when none obeys rules 1-3.
 std::string top_sweep_yaml(const SearchPlan& plan, const Ranking& ranking);
 
-// Writes the three; `store` may be null (then only the files).
+// The sweep file that fine-tunes the ranked schedules from the weights in
+// `run_dir`, or "" when search.finetune.steps is 0.
+std::string finetune_sweep_yaml(const SearchPlan& plan, const Ranking& ranking, const std::string& run_dir);
+// The schedules finetune.yaml trains for a ranking of `ranked` schedules.
+int64_t finetune_count(const FinetuneSettings& f, double ranked);
+
+// Writes them; `store` may be null (then only the files).
 void write_search_results(const SearchPlan& plan, const Ranking& ranking, const std::string& run_dir, RunStore* store);
 
 // The ranking as printed at the end of a search: the table, the decoded and

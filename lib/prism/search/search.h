@@ -37,7 +37,8 @@ SearchSummary run_search(const SearchPlan& plan, const SearchOptions& options);
 // A search's cost in model FLOPs (training 3x forward, held-out evaluation 1x,
 // nanoGPT's count): training the shared model, the ranking's evaluations (as
 // the plan asks for them: candidates counted before duplicates are dropped),
-// retraining the pick from scratch with every seed of search.seeds; and the
+// fine-tuning the ranked schedules (search.finetune, counted as one search's
+// work), retraining the pick from scratch with every seed of search.seeds; and the
 // grid it replaces (SearchPlan::grid, each schedule with those seeds or the
 // sweep section's).
 struct SearchCost {
@@ -48,9 +49,11 @@ struct SearchCost {
   int64_t exact_batches = 0;
   double run_flops = 0;      // one plain run of the config from scratch
   double train_flops = 0, rank_flops = 0, retrain_flops = 0;
+  int64_t finetune_schedules = 0;  // search.finetune: schedules trained from the shared weights
+  double finetune_flops = 0;       // their training and their final held-out evaluation
   double grid_seeds = 0, grid_flops = 0, space_flops = 0;
-  double search_flops() const { return train_flops + rank_flops; }
-  double total() const { return train_flops + rank_flops + retrain_flops; }
+  double search_flops() const { return train_flops + rank_flops + finetune_flops; }
+  double total() const { return search_flops() + retrain_flops; }
 };
 SearchCost search_cost(const SearchPlan& plan);
 

@@ -84,6 +84,16 @@ MixtureSettings parse_mixture(ConfigNode n) {
   return s;
 }
 
+FinetuneSettings parse_finetune(ConfigNode n) {
+  FinetuneSettings f;
+  f.steps = n.get_int("steps", f.steps, 0, 1LL << 40);
+  f.lr = n.get_real("lr", f.lr, 0.0, 1e4);
+  f.warmup_steps = n.get_int("warmup_steps", f.warmup_steps, -1, 1LL << 40);
+  f.schedules = n.get_int("schedules", f.schedules, 0, 1LL << 30);
+  n.finish();
+  return f;
+}
+
 RankSettings parse_rank(ConfigNode n, const Config& c) {
   RankSettings r;
   r.batches = n.get_int("batches", r.batches, 0, 1LL << 30);
@@ -152,6 +162,7 @@ SearchPlan read_plan(const ComposedConfig& composed, const std::string& path, co
   st.mixture = parse_mixture(s.child("mixture"));
   st.rank = parse_rank(s.child("rank"), plan.config);
   st.rank.seed = st.seed;
+  st.finetune = parse_finetune(s.child("finetune"));
   st.top = static_cast<int>(s.get_int("top", st.top, 1, 1000));
   const auto seeds = s.get<std::vector<int>>("seeds", {0});
   st.seeds.clear();

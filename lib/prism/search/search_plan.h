@@ -27,6 +27,9 @@
 //       candidates: 8              # best by estimate evaluated exactly (under rules 1-3, and unconstrained)
 //       schedules: []              # always evaluated exactly (e.g. a ground truth's)
 //       progress_probes: 0         # spos: per-layer scores at every validation (0: none)
+//     finetune: {steps: 150, lr: 2e-3, warmup_steps: 15, schedules: 0}  # finetune.yaml: a sweep that trains
+//                                  #   each of the best `schedules` ranked (0: all) `steps` steps from the shared
+//                                  #   weights, to rank them again (steps 0, the default: no such file)
 //     top: 5                       # schedules written to top.yaml, a sweep file that trains them from scratch
 //     seeds: [0, 1, 2]             # with these seeds
 //     estimate: {peak_flops: 989e12, mfu: 0.4, device: "1x H100", source: "..."}  # --dry-run's device-hours
@@ -52,12 +55,22 @@ const char* method_name(SearchMethod m);  // "spos" | "mixture"
 // mixture_paths (architecture.h) in words: "2 of the 5 counts per layer sampled per micro-batch".
 std::string mixture_paths_text(const MixtureSettings& m, size_t choices);
 
+// A second ranking: each schedule trained briefly from the shared weights
+// (train.init_from), with the run's recipe on the first `steps` steps of its data.
+struct FinetuneSettings {
+  int64_t steps = 0;           // 0: none
+  double lr = 0;               // 0: train.lr
+  int64_t warmup_steps = -1;   // -1: steps / 10
+  int64_t schedules = 0;       // the best this many of the ranking (0: every one ranked)
+};
+
 struct SearchSettings {
   std::string name;
   SearchMethod method = SearchMethod::SinglePath;
   uint64_t seed = 0;
   MixtureSettings mixture;
   RankSettings rank;
+  FinetuneSettings finetune;
   int top = 5;
   std::vector<uint64_t> seeds{0};
   EstimateSettings estimate;
