@@ -88,34 +88,50 @@ std::string ranking_csv(const Ranking& r) {
   return to_csv(t);
 }
 
+namespace {
+
+// A sweep grid's schedule.heads axis: one flow sequence of counts per schedule.
+YAML::Node schedule_axis(const std::vector<HeadSchedule>& schedules) {
+  YAML::Node axis(YAML::NodeType::Sequence);
+  for (const auto& s : schedules) {
+    YAML::Node heads(YAML::NodeType::Sequence);
+    for (int h : s.heads()) heads.push_back(h);
+    heads.SetStyle(YAML::EmitterStyle::Flow);
+    axis.push_back(heads);
+  }
+  return axis;
+}
+
+// `root` (a run's config) with a `sweep:` section of that name, baseline and grid, as YAML.
+std::string sweep_file_yaml(YAML::Node root, const std::string& name, bool baseline, const YAML::Node& grid) {
+  YAML::Node sweep;
+  sweep["name"] = name;
+  sweep["baseline"] = baseline;
+  sweep["grid"] = grid;
+  root["sweep"] = sweep;
+  YAML::Emitter out;
+  out << root;
+  return out.c_str();
+}
+
+}  // namespace
+
 std::string top_sweep_yaml(const SearchPlan& plan, const Ranking& r) {
   std::vector<HeadSchedule> top;
   for (const auto& e : r.ranked)
     if (e.hard_rules && std::isfinite(e.loss) && static_cast<int>(top.size()) < plan.settings.top) top.push_back(e.schedule);
   if (top.empty()) return "";
-  YAML::Node root = YAML::Load(to_yaml(plan.config));
-  YAML::Node sweep;
-  sweep["name"] = plan.settings.name + "-top";
-  sweep["baseline"] = true;
   YAML::Node grid;
-  for (const auto& s : top) {
-    YAML::Node heads(YAML::NodeType::Sequence);
-    for (int h : s.heads()) heads.push_back(h);
-    heads.SetStyle(YAML::EmitterStyle::Flow);
-    grid["schedule.heads"].push_back(heads);
-  }
+  grid["schedule.heads"] = schedule_axis(top);
   for (uint64_t seed : plan.settings.seeds) grid["train.seed"].push_back(seed);
   grid["train.seed"].SetStyle(YAML::EmitterStyle::Flow);
-  sweep["grid"] = grid;
-  root["sweep"] = sweep;
-  YAML::Emitter out;
-  out << root;
+  const std::string file = sweep_file_yaml(YAML::Load(to_yaml(plan.config)), plan.settings.name + "-top", true, grid);
   return fmt::format(
       "# The best {} schedule{} (rules 1-3) of search {} ({}), ranked by their held-out loss under the\n"
       "# shared weights, to train from scratch with seeds {}, and the uniform baseline. Written by prism search:\n"
       "#   prism sweep {{this file}} --dry-run\n{}\n",
       top.size(), top.size() == 1 ? "" : "s", plan.settings.name, plan.space.describe(), fmt::join(plan.settings.seeds, ", "),
-      out.c_str());
+      file);
 }
 
 int64_t finetune_count(const FinetuneSettings& f, double ranked) {
@@ -144,20 +160,9 @@ std::string finetune_sweep_yaml(const SearchPlan& plan, const Ranking& r, const 
   train["eval_every"] = 0;
   train["checkpoint_every"] = 0;
   train["distance_every"] = 0;
-  YAML::Node sweep;
-  sweep["name"] = plan.settings.name + "-finetune";
-  sweep["baseline"] = false;
   YAML::Node grid;
-  for (const auto& s : schedules) {
-    YAML::Node heads(YAML::NodeType::Sequence);
-    for (int h : s.heads()) heads.push_back(h);
-    heads.SetStyle(YAML::EmitterStyle::Flow);
-    grid["schedule.heads"].push_back(heads);
-  }
-  sweep["grid"] = grid;
-  root["sweep"] = sweep;
-  YAML::Emitter out;
-  out << root;
+  grid["schedule.heads"] = schedule_axis(schedules);
+  const std::string file = sweep_file_yaml(root, plan.settings.name + "-finetune", false, grid);
   return fmt::format(
       "# The {} best schedule{} of search {} ({}) by their held-out loss under the shared weights, each\n"
       "# trained {} steps from those weights ({}; warm-up {}, seed {}: the same data for every\n"
@@ -166,7 +171,7 @@ std::string finetune_sweep_yaml(const SearchPlan& plan, const Ranking& r, const 
       "# by prism search:\n"
       "#   prism sweep {{this file}} --out {}/finetune\n{}\n",
       schedules.size(), schedules.size() == 1 ? "" : "s", plan.settings.name, plan.space.describe(), f.steps, from, warmup,
-      plan.config.train.seed, from, out.c_str());
+      plan.config.train.seed, from, file);
 }
 
 void write_search_results(const SearchPlan& plan, const Ranking& r, const std::string& run_dir, RunStore* store) {
