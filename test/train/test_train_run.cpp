@@ -180,7 +180,8 @@ TEST_CASE("kill -9 mid-run, then --resume, reproduces the uninterrupted loss cur
 
 namespace {
 // A model.safetensors's tensor data: everything after the 8-byte header length and
-// the JSON header (whose metadata names the run, step and schedule).
+// the JSON header (whose metadata names the run, step and schedule). Read as bytes:
+// prism/store/safetensors.h would bring LibTorch into this file's compile.
 std::string tensor_bytes(const std::string& model_safetensors) {
   const std::string s = read_file(model_safetensors);
   REQUIRE(s.size() >= 8);

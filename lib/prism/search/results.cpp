@@ -134,10 +134,9 @@ std::string top_sweep_yaml(const SearchPlan& plan, const Ranking& r) {
       file);
 }
 
-int64_t finetune_count(const FinetuneSettings& f, double ranked) {
+int64_t finetune_count(const FinetuneSettings& f, int64_t ranked) {
   if (f.steps <= 0) return 0;
-  const auto n = static_cast<int64_t>(ranked);
-  return f.schedules > 0 ? std::min(f.schedules, n) : n;
+  return f.schedules > 0 ? std::min(f.schedules, ranked) : ranked;
 }
 
 std::string finetune_sweep_yaml(const SearchPlan& plan, const Ranking& r, const std::string& run_dir) {
@@ -145,7 +144,7 @@ std::string finetune_sweep_yaml(const SearchPlan& plan, const Ranking& r, const 
   std::vector<HeadSchedule> schedules;
   for (const auto& e : r.ranked)
     if (std::isfinite(e.loss)) schedules.push_back(e.schedule);
-  schedules.resize(static_cast<size_t>(finetune_count(f, static_cast<double>(schedules.size()))));
+  schedules.resize(static_cast<size_t>(finetune_count(f, static_cast<int64_t>(schedules.size()))));
   if (schedules.empty()) return "";
   YAML::Node root = YAML::Load(to_yaml(plan.config));
   const std::string from = fs::absolute(run_dir).lexically_normal().string();

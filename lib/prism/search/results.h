@@ -34,7 +34,7 @@ std::string top_sweep_yaml(const SearchPlan& plan, const Ranking& ranking);
 // `run_dir`, or "" when search.finetune.steps is 0.
 std::string finetune_sweep_yaml(const SearchPlan& plan, const Ranking& ranking, const std::string& run_dir);
 // The schedules finetune.yaml trains for a ranking of `ranked` schedules.
-int64_t finetune_count(const FinetuneSettings& f, double ranked);
+int64_t finetune_count(const FinetuneSettings& f, int64_t ranked);
 
 // Writes them; `store` may be null (then only the files).
 void write_search_results(const SearchPlan& plan, const Ranking& ranking, const std::string& run_dir, RunStore* store);

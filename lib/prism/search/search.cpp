@@ -106,7 +106,7 @@ SearchCost search_cost(const SearchPlan& plan) {
   k.rank_flops = rank_tokens * cost.forward_flops_per_token;
   // Fine-tuning: the ranked schedules (every exact evaluation), each trained
   // finetune.steps steps and evaluated once on the held-out set.
-  k.finetune_schedules = finetune_count(st.finetune, k.exact);
+  k.finetune_schedules = finetune_count(st.finetune, static_cast<int64_t>(k.exact));
   k.finetune_flops = static_cast<double>(k.finetune_schedules) *
                      (static_cast<double>(st.finetune.steps) * static_cast<double>(k.step_tokens) * k.train_flops_per_token +
                       static_cast<double>(val_batches * batch_tokens) * cost.forward_flops_per_token);
