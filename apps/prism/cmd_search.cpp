@@ -16,7 +16,8 @@ namespace {
 const char* kUsage =
     "SEARCH.yaml [key=value ...] [options]   search a space of schedules with one shared model\n"
     "       prism search --resume RUN_DIR [key=value ...]  continue a search from its newest checkpoint\n"
-    "       prism search --ground-truth SWEEP_DIR --searches RUN_DIR... [--halving SWEEP_DIR...] --report DIR\n"
+    "       prism search --ground-truth SWEEP_DIR --searches RUN_DIR... [--halving SWEEP_DIR...] [--ranking shared]\n"
+    "                    --report DIR\n"
     "                                                       judge searches against a grid trained from scratch\n\n"
     "A search file is a config (the shared model's model, data and training) with a `search:`\n"
     "section naming the space (search.space.heads: any of these counts in every layer;\n"
@@ -37,7 +38,9 @@ const char* kUsage =
     "top band and spread; each search's Kendall tau against it and whether its pick, trained\n"
     "from scratch with the ground truth's seeds (a ground-truth trial, or one of --retrained),\n"
     "falls in the top band; compute against the grid's; random search and successive halving\n"
-    "(--halving) at the same compute. Writes evidence.md and CSVs into --report.\n\n"
+    "(--halving) at the same compute. Writes evidence.md and CSVs into --report. A search\n"
+    "whose fine-tuning ran (prism sweep RUN_DIR/finetune.yaml --out RUN_DIR/finetune) is judged\n"
+    "by that ranking and costed with it; --ranking shared judges the shared weights' instead.\n\n"
     "examples:\n"
     "  prism search experiments/search/cpu-128.yaml --dry-run\n"
     "  prism search experiments/search/cpu-128.yaml --out runs/search-cpu\n"
@@ -60,6 +63,8 @@ int run(const std::vector<std::string>& args) {
         ("retrained", po::value<std::vector<std::string>>()->multitoken(), "evidence: sweeps that trained picks outside the ground truth")
         ("halving", po::value<std::vector<std::string>>()->multitoken(), "evidence: successive-halving sweeps over the ground truth")
         ("pick", po::value<std::string>()->default_value("unconstrained"), "evidence: the pick judged: decoded | unconstrained")
+        ("ranking", po::value<std::string>()->default_value("finetuned"),
+         "evidence: the ranking judged: finetuned (RUN_DIR/finetune's, where it exists) | shared")
         ("report", po::value<std::string>(), "evidence: where evidence.md and the CSVs go");
     const bool resuming = std::find(args.begin(), args.end(), "--resume") != args.end();
     po::positional_options_description pos, pos_resume;
@@ -76,6 +81,7 @@ int run(const std::vector<std::string>& args) {
           dst = vm[key].as<std::vector<std::string>>();
         }
       eo.pick = vm["pick"].as<std::string>();
+      eo.ranking = vm["ranking"].as<std::string>();
       const Evidence e = evaluate_search(eo);
       if (vm.count("report")) write_evidence(e, vm["report"].as<std::string>());
       std::cout << e.markdown;

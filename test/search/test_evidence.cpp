@@ -138,15 +138,46 @@ TEST_CASE("search evidence: top band, Kendall tau, picks in band and the targets
   CHECK(number(v.searches.rows[1][share]) > 1.5 * number(s.rows[1][share]));
   CHECK(number(v.searches.rows[0][share]) == Approx(number(s.rows[0][share])));
 
-  // The CLI writes the same tables.
+  // A search whose fine-tuning ran (RUN/finetune/summary.csv) is judged by that ranking. s3's shared
+  // ranking is reversed; its fine-tune, under halving, took B and A to the last rung (B best there)
+  // and pruned C and D at the first, where C's loss was the lowest: the order B, A, C, D (1 of 6
+  // pairs discordant: tau 2/3), the pick B (in the band). Its cost is what the sweep trained: 4000
+  // tokens and 6 held-out evaluations of eval_tokens (64) at a third of a training token's FLOPs.
+  fs::create_directories(o.searches[2] + "/finetune");
+  write_file(o.searches[2] + "/finetune/summary.csv",
+             "name,heads,seed,status,rung,steps,final_val_loss,tokens_all_rungs\n"
+             "a,\"[4, 4, 4, 4]\",3,completed,1,6,4.70,1000\n"
+             "b,\"[2, 2, 4, 4]\",3,completed,1,6,4.69,1000\n"
+             "c,\"[1, 1, 4, 4]\",3,pruned,0,2,4.60,1000\n"
+             "d,\"[4, 4, 1, 1]\",3,pruned,0,2,4.65,1000\n");
+  const Evidence ft = evaluate_search(o);
+  const Table& fs3 = ft.searches;
+  CHECK(text(fs3.rows[2][fs3.column("method")]) == "spos + fine-tune");
+  CHECK(text(fs3.rows[2][fs3.column("ranking")]) == "fine-tuned: 4 x 2 steps, then the best 2 x 6 steps");
+  CHECK(number(fs3.rows[2][fs3.column("kendall_tau")]) == Approx(2.0 / 3.0));
+  CHECK(number(fs3.rows[2][fs3.column("kendall_tau_shared")]) == Approx(-1.0));
+  CHECK(text(fs3.rows[2][fs3.column("pick")]) == "2x2,4x2");
+  CHECK(number(fs3.rows[2][fs3.column("pick_in_top_band")]) == 1);
+  const double grid_tokens = 4 * 3 * 64;  // 4 schedules x 3 seeds x (2 steps x 32 tokens)
+  CHECK(number(fs3.rows[2][share]) - number(s.rows[2][share]) == Approx((4000 + 6 * 64 / 3.0) / grid_tokens));
+  CHECK(number(fs3.rows[0][share]) == Approx(number(s.rows[0][share])));  // the others as before
+  REQUIRE(ft.methods.rows.size() == 2);  // judged apart from the shared-weights searches
+  CHECK_THAT(ft.markdown, Catch::Contains("| spos + fine-tune | tau 0.667"));
+
+  // The CLI writes the same tables: by default with the fine-tuned ranking, with --ranking shared without it.
   const std::string report = f.dir.file("report");
-  auto r = run_prism(fmt::format("search --ground-truth {} --searches {} {} {} --report {}", gt, o.searches[0],
-                                 o.searches[1], o.searches[2], report));
+  const std::string cli = fmt::format("search --ground-truth {} --searches {} {} {} --report {}", gt, o.searches[0],
+                                      o.searches[1], o.searches[2], report);
+  auto r = run_prism(cli);
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   for (const char* file : {"evidence.md", "ground_truth.csv", "searches.csv", "methods.csv", "baselines.csv"})
     CHECK(fs::exists(report + "/" + file));
+  CHECK(read_file(report + "/evidence.md") == ft.markdown);
+  r = run_prism(cli + " --ranking shared");
+  REQUIRE(r.exit_code == 0);
   CHECK(read_file(report + "/evidence.md") == e.markdown);
+  fs::remove_all(o.searches[2] + "/finetune");
 
   // When the best schedule breaks a hard rule, a decoded pick (which obeys rules 1-3) is also
   // judged against the best schedule the rules allow. D (decreasing: rule 2) now best, by 0.10 on every seed.

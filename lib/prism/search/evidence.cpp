@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "prism/analysis/stats.h"
@@ -247,15 +248,68 @@ std::vector<RankedRow> read_ranking(const std::string& dir) {
   return out;
 }
 
+// A search's second ranking: the sweep that fine-tuned its ranked schedules from the shared weights
+// (`prism sweep RUN/finetune.yaml --out RUN/finetune`), best first. Under successive halving the
+// schedules that reached the last rung come first, by their loss there, then each earlier rung's.
+struct FinetuneRanking {
+  std::vector<Heads> order;
+  std::map<Heads, double> loss;      // at the last rung each reached
+  double tokens = 0;                 // every run's training tokens, every rung
+  int64_t evaluations = 0;           // held-out evaluations: one per run, every rung
+  std::string describe;              // "36 x 150 steps" or "36 x 150 steps, then the best 12 x 450"
+};
+
+std::optional<FinetuneRanking> read_finetune(const std::string& search_dir) {
+  const fs::path dir = fs::path(search_dir) / "finetune";
+  const std::string path = (dir / "summary.csv").string();
+  if (!fs::exists(path)) return std::nullopt;
+  const CsvFile f = read_csv(path);
+  const size_t c_heads = column(f, "heads", path), c_status = column(f, "status", path), c_rung = column(f, "rung", path),
+               c_steps = column(f, "steps", path), c_loss = column(f, "final_val_loss", path),
+               c_tokens = column(f, "tokens_all_rungs", path);
+  struct Row {
+    Heads heads;
+    int rung;
+    double loss;
+  };
+  std::vector<Row> rows;
+  std::map<int, int64_t> steps_at;  // rung -> its budget
+  FinetuneRanking r;
+  for (const auto& row : f.rows) {
+    if (!row[c_tokens].empty()) r.tokens += std::stod(row[c_tokens]);
+    const std::string& status = row[c_status];
+    if ((status != "completed" && status != "pruned") || row[c_loss].empty()) continue;
+    const int rung = row[c_rung].empty() ? 0 : std::stoi(row[c_rung]);
+    r.evaluations += rung + 1;
+    if (!row[c_steps].empty()) steps_at[rung] = std::stoll(row[c_steps]);
+    rows.push_back({parse_heads_text(row[c_heads]), rung, std::stod(row[c_loss])});
+  }
+  if (rows.empty())
+    throw Error("no fine-tuned schedule completed", path,
+                "finish the fine-tuning (rerun `prism sweep RUN/finetune.yaml --out RUN/finetune`), or pass --ranking shared");
+  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
+    return a.rung != b.rung ? a.rung > b.rung : a.loss < b.loss;
+  });
+  for (const auto& row : rows)
+    if (r.loss.emplace(row.heads, row.loss).second) r.order.push_back(row.heads);
+  for (const auto& rung_steps : steps_at) {  // not a structured binding: C++17 lambdas cannot capture one
+    const int rung = rung_steps.first;
+    const auto reached = std::count_if(rows.begin(), rows.end(), [&](const Row& x) { return x.rung >= rung; });
+    r.describe += fmt::format("{}{}{} x {} steps", r.describe.empty() ? "" : ", then ", r.describe.empty() ? "" : "the best ",
+                              reached, rung_steps.second);
+  }
+  return r;
+}
+
 std::string num(double v, const char* f = "{:.4f}") { return std::isfinite(v) ? fmt::format(fmt::runtime(f), v) : std::string("-"); }
 std::string interval(const Interval& i, const char* f = "{:+.4f}") {
   return std::isfinite(i.lo) ? fmt::format("[{}, {}]", fmt::format(fmt::runtime(f), i.lo), fmt::format(fmt::runtime(f), i.hi)) : std::string("-");
 }
 
 struct SearchResult {
-  std::string dir, method;
+  std::string dir, method, ranking = "shared weights";
   uint64_t seed = 0;
-  double tau = kNaN, tau_estimate = kNaN;
+  double tau = kNaN, tau_shared = kNaN, tau_estimate = kNaN;  // tau of the ranking judged, of the shared weights' loss
   size_t ranked_gt = 0;
   Heads pick;
   Paired pick_vs_best, pick_vs_allowed;  // against the best schedule, and the best rules 1-3 allow
@@ -304,6 +358,9 @@ Evidence evaluate_search(const EvidenceOptions& o) {
   Evidence e;
   if (o.pick != "decoded" && o.pick != "unconstrained")
     throw Error("unknown pick '" + o.pick + "'", "search evidence", "use decoded or unconstrained");
+  if (o.ranking != "finetuned" && o.ranking != "shared")
+    throw Error("unknown ranking '" + o.ranking + "'", "search evidence",
+                "use finetuned (a search's fine-tuned ranking where RUN/finetune has one) or shared");
   const GroundTruth g = read_ground_truth(o.ground_truth, o.confidence, e.notes);
   const Runs gt_runs = read_sweep(o.ground_truth);
   std::map<Heads, std::map<uint64_t, double>> gt_loss;
@@ -338,17 +395,45 @@ Evidence evaluate_search(const EvidenceOptions& o) {
     note_vocabulary(dir, plan.config, e.notes);
     r.method = method_name(plan.settings.method);
     r.seed = plan.settings.seed;
-    const auto rows = read_ranking(dir);
+    const auto shared = read_ranking(dir);
     std::vector<double> ex, est, truth;
-    for (const auto& row : rows) {
+    for (const auto& row : shared) {
       if (!g.mean.count(row.heads) || !std::isfinite(row.loss)) continue;
       ex.push_back(row.loss);
       est.push_back(row.estimate);
       truth.push_back(g.mean.at(row.heads));
     }
     r.ranked_gt = ex.size();
-    r.tau = kendall_tau(ex, truth);
+    r.tau = r.tau_shared = kendall_tau(ex, truth);
     r.tau_estimate = kendall_tau(est, truth);
+    // The ranking judged: the fine-tuned one where the search has it (the schedules it fine-tuned
+    // first, in its order; any others after them, in the shared order), else the shared weights'.
+    std::vector<RankedRow> rows = shared;
+    const std::optional<FinetuneRanking> ft = o.ranking == "finetuned" ? read_finetune(dir) : std::nullopt;
+    if (ft) {
+      r.method += " + fine-tune";
+      r.ranking = "fine-tuned: " + ft->describe;
+      const ModelConfig& m = plan.config.model;
+      rows.clear();
+      for (const auto& h : ft->order) {
+        RankedRow x;
+        x.heads = h;
+        x.loss = ft->loss.at(h);
+        x.hard_rules = check_schedule(HeadSchedule(h), m.n_layer, m.d_model, m.n_head).ok();
+        rows.push_back(x);
+      }
+      for (const auto& row : shared)
+        if (!ft->loss.count(row.heads)) rows.push_back(row);
+      std::vector<double> position;
+      truth.clear();
+      for (size_t i = 0; i < rows.size(); ++i)
+        if (g.mean.count(rows[i].heads) && std::isfinite(rows[i].loss)) {
+          position.push_back(static_cast<double>(i));
+          truth.push_back(g.mean.at(rows[i].heads));
+        }
+      r.ranked_gt = position.size();
+      r.tau = kendall_tau(position, truth);
+    }
     for (const auto& row : rows) {
       if (o.pick == "decoded" && !row.hard_rules) continue;
       r.pick = row.heads;
@@ -372,18 +457,26 @@ Evidence evaluate_search(const EvidenceOptions& o) {
     if (std::abs(scale - 1) > 1e-6)
       e.notes.push_back(fmt::format("{}: one plain run of its config costs {:.3e} FLOPs, one ground-truth run {:.3e}",
                                     dir, k.run_flops, g.run_flops));
-    const double search = k.search_flops(), retrain = static_cast<double>(g.seeds.size()) * k.run_flops;
+    double search = k.search_flops();
+    if (ft)  // what the fine-tuning trained and evaluated, in place of what search.finetune planned
+      search += ft->tokens * k.train_flops_per_token +
+                static_cast<double>(ft->evaluations) * static_cast<double>(plan.config.train.eval_tokens) *
+                    k.train_flops_per_token / 3 -
+                k.finetune_flops;
+    const double retrain = static_cast<double>(g.seeds.size()) * k.run_flops;
     r.search_share = search / grid_flops;
     r.total_share = (search + retrain) / grid_flops;
     r.budget_runs = (search + retrain) / k.run_flops;
     results.push_back(r);
   }
-  e.searches.columns = {"search", "method", "seed", "gt_schedules_ranked", "kendall_tau", "kendall_tau_estimate",
+  e.searches.columns = {"search", "method", "seed", "ranking", "gt_schedules_ranked", "kendall_tau", "kendall_tau_shared",
+                        "kendall_tau_estimate",
                         "pick", "pick_in_ground_truth", "pick_diff_vs_best", "pick_ci_lo", "pick_ci_hi", "pick_in_top_band",
                         "pick_diff_vs_best_allowed", "pick_allowed_ci_lo", "pick_allowed_ci_hi", "pick_in_allowed_band",
                         "search_share_of_grid", "with_retraining_share_of_grid"};
   for (const auto& r : results)
-    e.searches.add({r.dir, r.method, static_cast<int64_t>(r.seed), static_cast<int64_t>(r.ranked_gt), r.tau, r.tau_estimate,
+    e.searches.add({r.dir, r.method, static_cast<int64_t>(r.seed), r.ranking, static_cast<int64_t>(r.ranked_gt), r.tau,
+                    r.tau_shared, r.tau_estimate,
                     label(r.pick), static_cast<int64_t>(r.pick_in_gt), r.pick_vs_best.diff, r.pick_vs_best.ci.lo,
                     r.pick_vs_best.ci.hi, r.pick_trained ? Cell(static_cast<int64_t>(r.in_band)) : Cell(),
                     r.pick_vs_allowed.diff, r.pick_vs_allowed.ci.lo, r.pick_vs_allowed.ci.hi,
@@ -483,10 +576,13 @@ Evidence evaluate_search(const EvidenceOptions& o) {
     md += fmt::format("| {} | {} | {:.4f} | {} | {} | {} |\n", i + 1, label(h), g.mean.at(h), num(g.vs_best.at(h).diff, "{:+.4f}"),
                       interval(g.vs_best.at(h).ci), g.band.count(h) ? "yes" : "");
   }
-  md += "\n### Searches\n\n| search | method | seed | tau (loss) | tau (estimate) | pick | pick vs best (from scratch) | in band | share of grid (with retraining) |\n|---|---|---|---|---|---|---|---|---|\n";
+  md += "\n### Searches\n\nEach search is judged by its fine-tuned ranking where it has one (RUN/finetune: its schedules "
+        "trained briefly from the shared weights), else by its held-out loss under the shared weights; tau (shared) "
+        "is the latter's, tau (estimate) a mixture's architecture weights'.\n\n"
+        "| search | method | seed | ranked by | tau | tau (shared) | tau (estimate) | pick | pick vs best (from scratch) | in band | share of grid (with retraining) |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : results)
-    md += fmt::format("| {} | {} | {} | {} | {} | {}{} | {} {} | {} | {:.1f}% ({:.1f}%) |\n", fs::path(r.dir).filename().string(),
-                      r.method, r.seed, num(r.tau, "{:.3f}"), num(r.tau_estimate, "{:.3f}"), label(r.pick),
+    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {}{} | {} {} | {} | {:.1f}% ({:.1f}%) |\n", fs::path(r.dir).filename().string(),
+                      r.method, r.seed, r.ranking, num(r.tau, "{:.3f}"), num(r.tau_shared, "{:.3f}"), num(r.tau_estimate, "{:.3f}"), label(r.pick),
                       r.pick_in_gt ? "" : " (outside the ground truth)", num(r.pick_vs_best.diff, "{:+.4f}"),
                       interval(r.pick_vs_best.ci), r.pick_trained ? (r.in_band ? "yes" : "no") : "not retrained",
                       100 * r.search_share, 100 * r.total_share);

@@ -8,9 +8,14 @@
 //     schedules whose interval against the best contains 0 (the best included);
 //     the spread (worst mean - best mean) against the paired half-width of worst
 //     vs best;
-//   - each search: Kendall's tau-b between its held-out loss under the shared
-//     weights and the ground truth's means, over the ground truth's schedules;
-//     for a mixture, also tau of its architecture estimate; its pick (the best
+//   - each search: Kendall's tau-b between its ranking and the ground truth's
+//     means, over the ground truth's schedules. The ranking is the search's
+//     fine-tuned one where it has one (RUN/finetune: the sweep finetune.yaml
+//     writes, each schedule trained briefly from the shared weights; under
+//     successive halving the last rung's schedules first), its held-out loss
+//     under the shared weights otherwise; tau of the shared weights' loss, and
+//     for a mixture of its architecture estimate, are reported beside it. The
+//     fine-tuning's compute is what its summary.csv says it trained. Its pick (the best
 //     it evaluated, under rules 1-3 or unconstrained), trained from scratch with
 //     the ground truth's seeds (a ground-truth trial when the pick is one of its
 //     schedules: same config and seed, the same run), and whether it falls in
@@ -34,6 +39,9 @@ struct EvidenceOptions {
   std::vector<std::string> retrained;    // sweep directories with picks outside the ground truth, trained from scratch
   std::vector<std::string> halving;      // successive-halving sweep directories over the ground truth's schedules
   std::string pick = "unconstrained";    // which pick is retrained: decoded (rules 1-3) | unconstrained
+  // Which ranking of a search is judged: finetuned (its fine-tuned ranking, RUN/finetune/summary.csv,
+  // where it has one; else its shared-weights ranking.csv) | shared (ranking.csv always).
+  std::string ranking = "finetuned";
   double confidence = 0.95;
 };
 
