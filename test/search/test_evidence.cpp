@@ -152,7 +152,7 @@ TEST_CASE("search evidence: top band, Kendall tau, picks in band and the targets
              "d,\"[4, 4, 1, 1]\",3,pruned,0,2,4.65,1000\n");
   const Evidence ft = evaluate_search(o);
   const Table& fs3 = ft.searches;
-  CHECK(text(fs3.rows[2][fs3.column("method")]) == "spos + fine-tune");
+  CHECK(text(fs3.rows[2][fs3.column("method")]) == "spos + fine-tune (4 at 2, 2 at 6 steps)");
   CHECK(text(fs3.rows[2][fs3.column("ranking")]) == "fine-tuned: 4 x 2 steps, then the best 2 x 6 steps");
   CHECK(number(fs3.rows[2][fs3.column("kendall_tau")]) == Approx(2.0 / 3.0));
   CHECK(number(fs3.rows[2][fs3.column("kendall_tau_shared")]) == Approx(-1.0));
@@ -162,7 +162,7 @@ TEST_CASE("search evidence: top band, Kendall tau, picks in band and the targets
   CHECK(number(fs3.rows[2][share]) - number(s.rows[2][share]) == Approx((4000 + 6 * 64 / 3.0) / grid_tokens));
   CHECK(number(fs3.rows[0][share]) == Approx(number(s.rows[0][share])));  // the others as before
   REQUIRE(ft.methods.rows.size() == 2);  // judged apart from the shared-weights searches
-  CHECK_THAT(ft.markdown, Catch::Contains("| spos + fine-tune | tau 0.667"));
+  CHECK_THAT(ft.markdown, Catch::Contains("| spos + fine-tune (4 at 2, 2 at 6 steps) | tau 0.667"));
 
   // The CLI writes the same tables: by default with the fine-tuned ranking, with --ranking shared without it.
   const std::string report = f.dir.file("report");

@@ -12,8 +12,10 @@
 #include <map>
 #include <set>
 
+#include "prism/search/results.h"
 #include "prism/search/search.h"
 #include "prism/search/space.h"
+#include "prism/sweep/halving.h"
 #include "prism/sweep/plan.h"
 #include "support.h"
 #include "train/rank_launch.h"
@@ -378,6 +380,67 @@ TEST_CASE("a search plan takes its vocabulary from the prepared data, as its run
   const SearchPlan elsewhere = plan_search(written, {"data.dir=" + dir.file("no-data-here")});
   CHECK(elsewhere.config.model.vocab_size == 1000);
   CHECK(plan_search(path, {"data.dir=" + dir.file("no-data-here")}).config.model.vocab_size == 512);  // the preset's
+}
+
+TEST_CASE("search.finetune.halving: finetune.yaml fine-tunes under successive halving, costed rung by rung",
+          "[search][plan]") {
+  TempDir dir("prism-search-ft-halving");
+  const std::string data = dir.file("data");
+  fs::create_directories(data);
+  write_file(data + "/prepare.json",
+             R"({"files": 1, "documents": 1, "bytes": 1, "tokens": 1, "val_tokens": 1, "train_tokens": 1, )"
+             R"("seconds": 0, "shards": [], "vocab": {"file": "vocab.tiktoken", "size": 1000, "trained": true}})");
+  const std::string path = dir.file("search.yaml");
+  write_file(path, fmt::format("model: {{preset: test-tiny, n_layer: 2}}\n"
+                               "train: {{batch_size: 4, seq_len: 32, tokens_per_step: 256, max_steps: 8}}\n"
+                               "data: {{dir: {}}}\n"
+                               "search: {{space: {{heads: [1, 2, 4, 8]}}, finetune: {{steps: 9, warmup_steps: 3}}}}\n",
+                               data));
+  const std::vector<std::string> halving{"search.finetune.halving.eta=3", "search.finetune.halving.min_steps=3"};
+  const SearchPlan plan = plan_search(path, halving);
+  const SearchCost k = search_cost(plan);
+  // 16 schedules x 3 steps, then the best ceil(16 / 3) = 6 x 9: sweep halving's promotion count.
+  REQUIRE(k.exact == 16);
+  REQUIRE(k.finetune_rungs.size() == 2);
+  CHECK(k.finetune_rungs[0].schedules == 16);
+  CHECK(k.finetune_rungs[0].steps == 3);
+  CHECK(k.finetune_rungs[1].schedules == 6);
+  CHECK(k.finetune_rungs[1].steps == 9);
+  // Its FLOPs are those of the plain fine-tunes it is made of: 16 runs of 3 steps and 6 of 9, each
+  // with one held-out evaluation.
+  const double f3 = search_cost(plan_search(path, {"search.finetune.steps=3"})).finetune_flops / 16;
+  const double f9 = search_cost(plan).finetune_flops;
+  const double plain9 = search_cost(plan_search(path)).finetune_flops / 16;
+  CHECK(f9 == Approx(16 * f3 + 6 * plain9));
+  CHECK(f9 > 16 * f3 + 5 * plain9);  // the second rung counted (6 of them, not fewer)
+  const std::string dry = format_search_dry_run(plan, "runs/x");
+  CHECK_THAT(dry, Catch::Contains("16 schedules x 3 steps, then the best 6 x 9 from the shared weights under successive halving"));
+  // finetune.yaml carries the halving to the sweep, which plans its rungs from it.
+  Ranking r;
+  for (int a : {1, 2, 4, 8})
+    for (int b : {1, 2, 4, 8}) {
+      RankedSchedule e;
+      e.schedule = HeadSchedule(std::vector<int>{a, b});
+      e.loss = 5.0 + a * 0.01 + b * 0.001;
+      r.ranked.push_back(e);
+    }
+  const std::string ft = dir.file("finetune.yaml");
+  write_file(ft, finetune_sweep_yaml(plan, r, dir.file("run")));
+  const SweepPlan sweep = plan_sweep(ft);
+  CHECK(sweep.settings.halving.enabled);
+  CHECK(sweep.settings.halving.eta == 3);
+  CHECK(sweep.settings.halving.min_steps == 3);
+  CHECK(sweep.trials.size() == 16);
+  CHECK_THAT(sweep.trials.front().config, Catch::Contains("max_steps: 9") && Catch::Contains("warmup_steps: 3"));
+  CHECK(rung_budgets(9, sweep.settings.halving) == (std::vector<int64_t>{3, 9}));
+  CHECK_THAT(read_file(ft), Catch::Contains("16 schedules x 3 steps, then the best 6 x 9"));
+  // A first rung that leaves no room below the last is refused, naming the key.
+  try {
+    plan_search(path, {"search.finetune.halving.min_steps=9"});
+    FAIL("expected an error");
+  } catch (const Error& e) {
+    CHECK_THAT(std::string(e.what()), Catch::Contains("search.finetune.halving") && Catch::Contains("min_steps"));
+  }
 }
 
 TEST_CASE("every shipped search file plans, and search plus retraining costs less than the grid it names",

@@ -257,6 +257,7 @@ struct FinetuneRanking {
   double tokens = 0;                 // every run's training tokens, every rung
   int64_t evaluations = 0;           // held-out evaluations: one per run, every rung
   std::string describe;              // "36 x 150 steps" or "36 x 150 steps, then the best 12 x 450"
+  std::string recipe;                // the same, short, for the method's name: "36 at 150, 12 at 450 steps"
 };
 
 std::optional<FinetuneRanking> read_finetune(const std::string& search_dir) {
@@ -297,7 +298,9 @@ std::optional<FinetuneRanking> read_finetune(const std::string& search_dir) {
     const auto reached = std::count_if(rows.begin(), rows.end(), [&](const Row& x) { return x.rung >= rung; });
     r.describe += fmt::format("{}{}{} x {} steps", r.describe.empty() ? "" : ", then ", r.describe.empty() ? "" : "the best ",
                               reached, rung_steps.second);
+    r.recipe += fmt::format("{}{} at {}", r.recipe.empty() ? "" : ", ", reached, rung_steps.second);
   }
+  r.recipe += " steps";
   return r;
 }
 
@@ -411,7 +414,8 @@ Evidence evaluate_search(const EvidenceOptions& o) {
     std::vector<RankedRow> rows = shared;
     const std::optional<FinetuneRanking> ft = o.ranking == "finetuned" ? read_finetune(dir) : std::nullopt;
     if (ft) {
-      r.method += " + fine-tune";
+      // Searches are judged together only when fine-tuned alike: the recipe is part of the method's name.
+      r.method += " + fine-tune (" + ft->recipe + ")";
       r.ranking = "fine-tuned: " + ft->describe;
       const ModelConfig& m = plan.config.model;
       rows.clear();

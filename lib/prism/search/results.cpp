@@ -11,6 +11,7 @@
 #include "prism/analysis/table.h"
 #include "prism/atomic_file.h"
 #include "prism/store/run_store.h"
+#include "prism/sweep/halving.h"
 
 namespace fs = std::filesystem;
 
@@ -102,12 +103,15 @@ YAML::Node schedule_axis(const std::vector<HeadSchedule>& schedules) {
   return axis;
 }
 
-// `root` (a run's config) with a `sweep:` section of that name, baseline and grid, as YAML.
-std::string sweep_file_yaml(YAML::Node root, const std::string& name, bool baseline, const YAML::Node& grid) {
+// `root` (a run's config) with a `sweep:` section of that name, baseline and grid (and
+// `halving`, when given), as YAML.
+std::string sweep_file_yaml(YAML::Node root, const std::string& name, bool baseline, const YAML::Node& grid,
+                            const YAML::Node& halving = YAML::Node()) {
   YAML::Node sweep;
   sweep["name"] = name;
   sweep["baseline"] = baseline;
   sweep["grid"] = grid;
+  if (halving) sweep["halving"] = halving;
   root["sweep"] = sweep;
   YAML::Emitter out;
   out << root;
@@ -139,6 +143,26 @@ int64_t finetune_count(const FinetuneSettings& f, int64_t ranked) {
   return f.schedules > 0 ? std::min(f.schedules, ranked) : ranked;
 }
 
+std::vector<FinetuneRung> finetune_rungs(const FinetuneSettings& f, int64_t ranked) {
+  int64_t n = finetune_count(f, ranked);
+  if (n <= 0) return {};
+  if (!f.halving.enabled) return {{n, f.steps}};
+  std::vector<FinetuneRung> out;
+  for (int64_t budget : rung_budgets(f.steps, f.halving)) {
+    out.push_back({n, budget});
+    n = std::max<int64_t>(1, (n + f.halving.eta - 1) / f.halving.eta);  // promote()'s count: no baseline here
+  }
+  return out;
+}
+
+std::string finetune_text(const std::vector<FinetuneRung>& rungs) {
+  std::string s;
+  for (const auto& r : rungs)
+    s += s.empty() ? fmt::format("{} schedule{} x {} steps", r.schedules, r.schedules == 1 ? "" : "s", r.steps)
+                   : fmt::format(", then the best {} x {}", r.schedules, r.steps);
+  return s;
+}
+
 std::string finetune_sweep_yaml(const SearchPlan& plan, const Ranking& r, const std::string& run_dir) {
   const FinetuneSettings& f = plan.settings.finetune;
   std::vector<HeadSchedule> schedules;
@@ -161,15 +185,27 @@ std::string finetune_sweep_yaml(const SearchPlan& plan, const Ranking& r, const 
   train["distance_every"] = 0;
   YAML::Node grid;
   grid["schedule.heads"] = schedule_axis(schedules);
-  const std::string file = sweep_file_yaml(root, plan.settings.name + "-finetune", false, grid);
+  YAML::Node halving;
+  std::string how = fmt::format("trained {} steps", f.steps);
+  if (f.halving.enabled) {
+    // One seed: the plain best 1/eta go on at each rung (the noise rule needs seeds).
+    halving["enabled"] = true;
+    halving["eta"] = f.halving.eta;
+    halving["min_steps"] = f.halving.min_steps;
+    halving["keep_baseline"] = false;
+    halving.SetStyle(YAML::EmitterStyle::Flow);
+    how = fmt::format("trained under successive halving ({}; warm-up scaled with each rung)",
+                      finetune_text(finetune_rungs(f, static_cast<int64_t>(schedules.size()))));
+  }
+  const std::string file = sweep_file_yaml(root, plan.settings.name + "-finetune", false, grid, halving);
   return fmt::format(
       "# The {} best schedule{} of search {} ({}) by their held-out loss under the shared weights, each\n"
-      "# trained {} steps from those weights ({}; warm-up {}, seed {}: the same data for every\n"
+      "# {} from those weights ({}; warm-up {}, seed {}: the same data for every\n"
       "# schedule) and ranked again by the sweep's held-out loss: weight sharing favours the head counts\n"
       "# the shared model trained most, and a short fine-tune undoes much of it (docs/search.md). Written\n"
       "# by prism search:\n"
       "#   prism sweep {{this file}} --out {}/finetune\n{}\n",
-      schedules.size(), schedules.size() == 1 ? "" : "s", plan.settings.name, plan.space.describe(), f.steps, from, warmup,
+      schedules.size(), schedules.size() == 1 ? "" : "s", plan.settings.name, plan.space.describe(), how, from, warmup,
       plan.config.train.seed, from, file);
 }
 
@@ -216,10 +252,11 @@ std::string format_ranking(const SearchPlan& plan, const Ranking& r, const std::
   s += fmt::format("ranking: {}/ranking.csv and {}/run.h5 /search/ranking\n", run_dir, run_dir);
   if (!top_sweep_yaml(plan, r).empty())
     s += fmt::format("train the top schedules from scratch: prism sweep {}/top.yaml\n", run_dir);
-  if (plan.settings.finetune.steps > 0)
-    s += fmt::format("rank them again, each fine-tuned {} steps from the shared weights: prism sweep {}/finetune.yaml "
+  const auto rungs = finetune_rungs(plan.settings.finetune, static_cast<int64_t>(r.ranked.size()));
+  if (!rungs.empty())
+    s += fmt::format("rank them again, fine-tuned from the shared weights ({}): prism sweep {}/finetune.yaml "
                      "--out {}/finetune\n",
-                     plan.settings.finetune.steps, run_dir, run_dir);
+                     finetune_text(rungs), run_dir, run_dir);
   return s;
 }
 

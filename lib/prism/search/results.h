@@ -13,9 +13,12 @@
 //     each of the best search.finetune.schedules ranked (all by default) for
 //     that many steps from the search's final weights (train.init_from), with
 //     the run's seed and recipe otherwise, to rank them again by the sweep's
-//     held-out losses: `prism sweep RUN_DIR/finetune.yaml --out RUN_DIR/finetune`.
+//     held-out losses: `prism sweep RUN_DIR/finetune.yaml --out RUN_DIR/finetune`;
+//     with search.finetune.halving, under successive halving (sweep.halving).
 // Files are written whole under a temporary name, then renamed.
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "prism/search/ranking.h"
 #include "prism/search/search_plan.h"
@@ -35,6 +38,12 @@ std::string top_sweep_yaml(const SearchPlan& plan, const Ranking& ranking);
 std::string finetune_sweep_yaml(const SearchPlan& plan, const Ranking& ranking, const std::string& run_dir);
 // The schedules finetune.yaml trains for a ranking of `ranked` schedules.
 int64_t finetune_count(const FinetuneSettings& f, int64_t ranked);
+// What it trains, rung by rung: every one of them `steps` steps, or under
+// finetune.halving each rung's schedules (the best 1/eta of the last, rounded
+// up) at its budget (FinetuneRung: search_plan.h). Empty when there is no fine-tuning.
+std::vector<FinetuneRung> finetune_rungs(const FinetuneSettings& f, int64_t ranked);
+// "36 schedules x 150 steps" or "36 schedules x 150 steps, then the best 12 x 450".
+std::string finetune_text(const std::vector<FinetuneRung>& rungs);
 
 // Writes them; `store` may be null (then only the files).
 void write_search_results(const SearchPlan& plan, const Ranking& ranking, const std::string& run_dir, RunStore* store);

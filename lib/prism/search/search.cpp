@@ -106,10 +106,12 @@ SearchCost search_cost(const SearchPlan& plan) {
   k.rank_flops = rank_tokens * cost.forward_flops_per_token;
   // Fine-tuning: the ranked schedules (every exact evaluation), each trained
   // finetune.steps steps and evaluated once on the held-out set.
-  k.finetune_schedules = finetune_count(st.finetune, static_cast<int64_t>(k.exact));
-  k.finetune_flops = static_cast<double>(k.finetune_schedules) *
-                     (static_cast<double>(st.finetune.steps) * static_cast<double>(k.step_tokens) * k.train_flops_per_token +
-                      static_cast<double>(val_batches * batch_tokens) * cost.forward_flops_per_token);
+  k.finetune_rungs = finetune_rungs(st.finetune, static_cast<int64_t>(k.exact));
+  k.finetune_schedules = k.finetune_rungs.empty() ? 0 : k.finetune_rungs.front().schedules;
+  for (const FinetuneRung& rung : k.finetune_rungs)
+    k.finetune_flops += static_cast<double>(rung.schedules) *
+                        (static_cast<double>(rung.steps) * static_cast<double>(k.step_tokens) * k.train_flops_per_token +
+                         static_cast<double>(val_batches * batch_tokens) * cost.forward_flops_per_token);
   const double seeds = static_cast<double>(st.seeds.size());
   k.retrain_flops = seeds * k.run_flops;
   k.grid_seeds = plan.grid_seeds > 0 ? static_cast<double>(plan.grid_seeds) : seeds;
@@ -151,10 +153,10 @@ std::string format_search_dry_run(const SearchPlan& plan, const std::string& run
                    probing ? fmt::format(", {:.0f} probes x {} batches", probes, rk.probe_batches) : std::string(),
                    progress > 0 ? fmt::format(", {:.0f} progress probes", progress) : std::string());
   if (k.finetune_schedules > 0)
-    s += fmt::format("  fine-tuning       {:.3e} FLOPs{} ({} schedules x {} steps from the shared weights, then 1 held-out "
-                     "evaluation each: finetune.yaml)\n",
-                     k.finetune_flops, hours(k.finetune_flops, train_fpt, rate), k.finetune_schedules,
-                     st.finetune.steps);
+    s += fmt::format("  fine-tuning       {:.3e} FLOPs{} ({} from the shared weights{}, 1 held-out evaluation each "
+                     "run: finetune.yaml)\n",
+                     k.finetune_flops, hours(k.finetune_flops, train_fpt, rate), finetune_text(k.finetune_rungs),
+                     k.finetune_rungs.size() > 1 ? " under successive halving" : "");
   s += fmt::format("  retraining the pick with {} seed{}  {:.3e} FLOPs{}\n", st.seeds.size(), st.seeds.size() == 1 ? "" : "s",
                    retrain_flops, hours(retrain_flops, train_fpt, rate));
   s += fmt::format("  search + retraining  {:.3e} FLOPs{}\n", total, hours(total, train_fpt, rate));

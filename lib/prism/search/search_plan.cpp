@@ -90,6 +90,19 @@ FinetuneSettings parse_finetune(ConfigNode n) {
   f.lr = n.get_real("lr", f.lr, 0.0, 1e4);
   f.warmup_steps = n.get_int("warmup_steps", f.warmup_steps, -1, 1LL << 40);
   f.schedules = n.get_int("schedules", f.schedules, 0, 1LL << 30);
+  if (n.has("halving")) {
+    // One seed per schedule: the noise rule and the seeds per rung of a sweep's halving do not apply.
+    ConfigNode h = n.child("halving");
+    f.halving.enabled = true;
+    f.halving.eta = static_cast<int>(h.get_int("eta", f.halving.eta, 2, 1000));
+    f.halving.min_steps = h.get_int("min_steps", 0, 0, 1LL << 40);
+    const int64_t first = f.halving.min_steps > 0 ? f.halving.min_steps : f.steps / (f.halving.eta * f.halving.eta);
+    if (f.steps > 0 && (first < 1 || first >= f.steps))
+      throw Error(fmt::format("search.finetune.halving's first rung of {} steps leaves no room below finetune.steps = {}",
+                              first, f.steps),
+                  h.where("min_steps"), fmt::format("set min_steps between 1 and {}", f.steps - 1));
+    h.finish();
+  }
   n.finish();
   return f;
 }

@@ -30,6 +30,8 @@
 //     finetune: {steps: 150, lr: 2e-3, warmup_steps: 15, schedules: 0}  # finetune.yaml: a sweep that trains
 //                                  #   each of the best `schedules` ranked (0: all) `steps` steps from the shared
 //                                  #   weights, to rank them again (steps 0, the default: no such file)
+//       halving: {eta: 3, min_steps: 150}  # optional: successive halving in that sweep; every schedule trains
+//                                  #   min_steps, the best 1/eta go on to eta times more, ... up to `steps`
 //     top: 5                       # schedules written to top.yaml, a sweep file that trains them from scratch
 //     seeds: [0, 1, 2]             # with these seeds
 //     estimate: {peak_flops: 989e12, mfu: 0.4, device: "1x H100", source: "..."}  # --dry-run's device-hours
@@ -62,6 +64,14 @@ struct FinetuneSettings {
   double lr = 0;               // 0: train.lr
   int64_t warmup_steps = -1;   // -1: steps / 10
   int64_t schedules = 0;       // the best this many of the ranking (0: every one ranked)
+  // Successive halving over them (sweep/halving.h; one seed, so the plain best 1/eta
+  // go on): `steps` is the last rung's budget, halving.min_steps the first's.
+  HalvingSettings halving;
+};
+// One rung of that fine-tuning: how many schedules train how many steps (results.h: finetune_rungs).
+struct FinetuneRung {
+  int64_t schedules = 0;
+  int64_t steps = 0;
 };
 
 struct SearchSettings {
