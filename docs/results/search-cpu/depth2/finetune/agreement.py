@@ -56,8 +56,12 @@ for method in ('mixture', 'spos'):
               f'  mean {st.mean(x[k] for x in ranks):4.1f}')
 
 def finetuned(path):
-    rows = [r for r in csv.DictReader(open(path)) if r['status'] == 'completed']
-    return {r['heads']: float(r['final_val_loss']) for r in rows}
+    """Each fine-tuned schedule's place in the fine-tuned ranking (lower is better): by loss, and
+    under successive halving (variant H) the last rung's schedules first, then the earlier rung's,
+    as `prism search --ground-truth` orders them."""
+    rows = [r for r in csv.DictReader(open(path)) if r['status'] in ('completed', 'pruned')]
+    rows.sort(key=lambda r: (-int(r['rung'] or 0), float(r['final_val_loss'])))
+    return {r['heads']: i for i, r in enumerate(rows)}
 
 
 print('\n3. Fine-tuned from each search\'s shared weights (finetune/inputs/ft-V-METHODN)')
@@ -92,23 +96,32 @@ if os.path.exists('finetune/inputs/scratch150/summary.csv'):
     print(f'    best per seed: {", ".join(bests)}')
 
 if os.path.exists('finetune/inputs/ft-picks/summary.csv'):
-    print('\n5. The fine-tuned pick 32,16 (search 6) and the best, 32x2, retrained from scratch on this machine '
-          '(finetune/inputs/ft-picks), paired by seed')
-    runs = {}
-    for r in csv.DictReader(open('finetune/inputs/ft-picks/summary.csv')):
-        if r['status'] == 'completed':
-            runs.setdefault(r['heads'], {})[int(r['seed'])] = float(r['final_val_loss'])
-    a, b = runs['[32, 16]'], runs['[32, 32]']
-    seeds = sorted(set(a) & set(b))
-    diff = [a[s] - b[s] for s in seeds]
-    m, se = st.mean(diff), st.stdev(diff) / len(diff) ** 0.5
+    print('\n5. The fine-tuned picks outside the 14 (32,16: searches 6 (C, H) and 4 (H); 8,16: 3 (H); 16,8: 5 (H)) '
+          'retrained from scratch on the EPYC (finetune/inputs/ft-picks, ft-H-picks*), paired by seed with the best, '
+          '32x2, as the EPYC trains it (ft-picks) and as the ground truth has it (seeds 0-9 from the Xeon)')
     from scipy.stats import t as student
-    h = student.ppf(0.975, len(diff) - 1) * se
-    print(f'    32,16 - 32x2 over {len(seeds)} seeds: {m:+.4f} [{m - h:+.4f}, {m + h:+.4f}] '
-          f'({"in" if m - h <= 0 <= m + h else "outside"} the top band); means 32,16 {st.mean(a[s] for s in seeds):.4f}, '
-          f'32x2 {st.mean(b[s] for s in seeds):.4f}')
+    runs = {}
+    for sweep in sorted(d for d in os.listdir('finetune/inputs') if d == 'ft-picks' or d.startswith('ft-H-picks')):
+        if not os.path.exists(f'finetune/inputs/{sweep}/summary.csv'):
+            continue
+        for r in csv.DictReader(open(f'finetune/inputs/{sweep}/summary.csv')):
+            if r['status'] == 'completed':
+                runs.setdefault(r['heads'], {})[int(r['seed'])] = float(r['final_val_loss'])
     gt_runs = {int(r['seed']): float(r['final_val_loss'])
                for r in csv.DictReader(open('inputs/search-ground-truth-depth2/summary.csv')) if r['heads'] == '[32, 32]'}
+    b = runs['[32, 32]']
+
+    def paired(a, ref):
+        seeds = sorted(set(a) & set(ref))
+        diff = [a[s] - ref[s] for s in seeds]
+        m, h = st.mean(diff), student.ppf(0.975, len(diff) - 1) * st.stdev(diff) / len(diff) ** 0.5
+        return f'{m:+.4f} [{m - h:+.4f}, {m + h:+.4f}] ({"in" if m - h <= 0 <= m + h else "outside"} the top band)'
+
+    for heads in sorted(h for h in runs if h != '[32, 32]'):
+        a = runs[heads]
+        print(f'    {label(heads)} (mean of {len(a)} seeds {st.mean(a.values()):.4f}) - 32x2: on the EPYC {paired(a, b)}; '
+              f'against the ground truth {paired(a, gt_runs)}')
+    seeds = sorted(b)
     same = [s for s in seeds if s >= 10 and gt_runs.get(s) == b[s]]
     print(f'    32x2 seeds 10-14 (run on this machine for the ground truth too) reproduce it exactly: {len(same)} of '
           f'{len([s for s in seeds if s >= 10])}; seeds 0-9 (the ground truth\'s ran on the Xeon) differ by '
