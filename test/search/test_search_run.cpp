@@ -62,6 +62,16 @@ struct Fixture {
   }
 };
 
+// A prepared data folder with only its prepare.json (a 1000-id vocabulary): enough to plan a search.
+std::string prepared_data(TempDir& dir) {
+  const std::string data = dir.file("data");
+  fs::create_directories(data);
+  write_file(data + "/prepare.json",
+             R"({"files": 1, "documents": 1, "bytes": 1, "tokens": 1, "val_tokens": 1, "train_tokens": 1, )"
+             R"("seconds": 0, "shards": [], "vocab": {"file": "vocab.tiktoken", "size": 1000, "trained": true}})");
+  return data;
+}
+
 std::vector<std::vector<double>> rows(const nlohmann::json& run, const std::string& key) {
   return run["datasets"][key].get<std::vector<std::vector<double>>>();
 }
@@ -356,11 +366,7 @@ TEST_CASE("a search plan takes its vocabulary from the prepared data, as its run
   // The dry run's cost once used the preset's 50257 ids while the runs trained on the data's
   // 4096: the embedding and logits dominate a small model, so it printed 7x the runs' FLOPs.
   TempDir dir("prism-search-vocab");
-  const std::string data = dir.file("data");
-  fs::create_directories(data);
-  write_file(data + "/prepare.json",
-             R"({"files": 1, "documents": 1, "bytes": 1, "tokens": 1, "val_tokens": 1, "train_tokens": 1, )"
-             R"("seconds": 0, "shards": [], "vocab": {"file": "vocab.tiktoken", "size": 1000, "trained": true}})");
+  const std::string data = prepared_data(dir);
   const std::string path = dir.file("search.yaml");
   write_file(path, fmt::format("model: {{preset: test-tiny}}\n"
                                "train: {{batch_size: 4, seq_len: 32, tokens_per_step: 256, max_steps: 8}}\n"
@@ -385,11 +391,7 @@ TEST_CASE("a search plan takes its vocabulary from the prepared data, as its run
 TEST_CASE("search.finetune.halving: finetune.yaml fine-tunes under successive halving, costed rung by rung",
           "[search][plan]") {
   TempDir dir("prism-search-ft-halving");
-  const std::string data = dir.file("data");
-  fs::create_directories(data);
-  write_file(data + "/prepare.json",
-             R"({"files": 1, "documents": 1, "bytes": 1, "tokens": 1, "val_tokens": 1, "train_tokens": 1, )"
-             R"("seconds": 0, "shards": [], "vocab": {"file": "vocab.tiktoken", "size": 1000, "trained": true}})");
+  const std::string data = prepared_data(dir);
   const std::string path = dir.file("search.yaml");
   write_file(path, fmt::format("model: {{preset: test-tiny, n_layer: 2}}\n"
                                "train: {{batch_size: 4, seq_len: 32, tokens_per_step: 256, max_steps: 8}}\n"
