@@ -188,6 +188,9 @@ TEST_CASE("device check: failed and hung stages are recorded and every later sta
   REQUIRE(runs.count("tokens/s and "));
   CHECK(runs["tokens/s and "]["tokens_per_s"].get<double>() == Approx(8192 / 0.05));
   CHECK(runs["tokens/s and "]["mfu_measured_peak_pct"].get<double>() > 0);
+  // Last in the training stage: a schedule search on the GPU, with the kernel.
+  CHECK_THAT(o.stub_log, Catch::Contains("prism search") && Catch::Contains("search.method=mixture") &&
+                             Catch::Contains("train.device=cuda train.dtype=bf16 train.threads=1 attention.backend=cuda"));
   CHECK_THAT(read_file(r.out + "/summary.md"), Catch::Contains("| bench | timeout |"));
 }
 

@@ -325,6 +325,24 @@ TEST_CASE("a search runs on every CPU attention back end", "[search][run]") {
   }
 }
 
+TEST_CASE("a search runs on the GPU with every GPU attention back end (skipped without one)", "[search][run][cuda]") {
+  if (!torch::cuda::is_available()) {
+    WARN("SKIPPED: no CUDA device visible to LibTorch (a search on the GPU needs one)");
+    return;
+  }
+  Fixture f;
+  const std::string file = f.file("mixture", 2);
+  for (const char* backend : {"sdpa", "cuda"}) {
+    INFO(backend);
+    auto r = run_prism(fmt::format("search {} --out {} train.device=cuda train.dtype=bf16 attention.backend={}", file,
+                                   f.dir.file(backend), backend));
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    CHECK_THAT(r.output, Catch::Contains(fmt::format("attention {}", backend)) && Catch::Contains("decoded (rules 1-3)"));
+    CHECK(read_run(f.dir.file(std::string(backend) + "/run.h5"))["attrs"]["status"] == "completed");
+  }
+}
+
 TEST_CASE("prism search --dry-run prints the search's cost next to the grid's, and bad files fail clearly",
           "[search][run]") {
   Fixture f;
