@@ -163,12 +163,22 @@ std::string finetune_text(const std::vector<FinetuneRung>& rungs) {
   return s;
 }
 
+namespace {
+
+// The schedules finetune.yaml trains: the best finetune.schedules of those ranked with a loss.
+std::vector<HeadSchedule> finetune_schedules(const FinetuneSettings& f, const Ranking& r) {
+  std::vector<HeadSchedule> out;
+  for (const auto& e : r.ranked)
+    if (std::isfinite(e.loss)) out.push_back(e.schedule);
+  out.resize(static_cast<size_t>(finetune_count(f, static_cast<int64_t>(out.size()))));
+  return out;
+}
+
+}  // namespace
+
 std::string finetune_sweep_yaml(const SearchPlan& plan, const Ranking& r, const std::string& run_dir) {
   const FinetuneSettings& f = plan.settings.finetune;
-  std::vector<HeadSchedule> schedules;
-  for (const auto& e : r.ranked)
-    if (std::isfinite(e.loss)) schedules.push_back(e.schedule);
-  schedules.resize(static_cast<size_t>(finetune_count(f, static_cast<int64_t>(schedules.size()))));
+  const std::vector<HeadSchedule> schedules = finetune_schedules(f, r);
   if (schedules.empty()) return "";
   YAML::Node root = YAML::Load(to_yaml(plan.config));
   const std::string from = fs::absolute(run_dir).lexically_normal().string();
@@ -252,7 +262,8 @@ std::string format_ranking(const SearchPlan& plan, const Ranking& r, const std::
   s += fmt::format("ranking: {}/ranking.csv and {}/run.h5 /search/ranking\n", run_dir, run_dir);
   if (!top_sweep_yaml(plan, r).empty())
     s += fmt::format("train the top schedules from scratch: prism sweep {}/top.yaml\n", run_dir);
-  const auto rungs = finetune_rungs(plan.settings.finetune, static_cast<int64_t>(r.ranked.size()));
+  const auto rungs = finetune_rungs(plan.settings.finetune,
+                                    static_cast<int64_t>(finetune_schedules(plan.settings.finetune, r).size()));
   if (!rungs.empty())
     s += fmt::format("rank them again, fine-tuned from the shared weights ({}): prism sweep {}/finetune.yaml "
                      "--out {}/finetune\n",

@@ -107,7 +107,6 @@ SearchCost search_cost(const SearchPlan& plan) {
   // Fine-tuning: the ranked schedules (every exact evaluation), each trained
   // finetune.steps steps and evaluated once on the held-out set.
   k.finetune_rungs = finetune_rungs(st.finetune, static_cast<int64_t>(k.exact));
-  k.finetune_schedules = k.finetune_rungs.empty() ? 0 : k.finetune_rungs.front().schedules;
   for (const FinetuneRung& rung : k.finetune_rungs)
     k.finetune_flops += static_cast<double>(rung.schedules) *
                         (static_cast<double>(rung.steps) * static_cast<double>(k.step_tokens) * k.train_flops_per_token +
@@ -152,7 +151,7 @@ std::string format_search_dry_run(const SearchPlan& plan, const std::string& run
                    hours(rank_flops, train_fpt, rate), exact, exact_batches,
                    probing ? fmt::format(", {:.0f} probes x {} batches", probes, rk.probe_batches) : std::string(),
                    progress > 0 ? fmt::format(", {:.0f} progress probes", progress) : std::string());
-  if (k.finetune_schedules > 0)
+  if (!k.finetune_rungs.empty())
     s += fmt::format("  fine-tuning       {:.3e} FLOPs{} ({} from the shared weights{}, 1 held-out evaluation each "
                      "run: finetune.yaml)\n",
                      k.finetune_flops, hours(k.finetune_flops, train_fpt, rate), finetune_text(k.finetune_rungs),

@@ -50,8 +50,8 @@ struct SearchCost {
   int64_t exact_batches = 0;
   double run_flops = 0;      // one plain run of the config from scratch
   double train_flops = 0, rank_flops = 0, retrain_flops = 0;
-  int64_t finetune_schedules = 0;  // search.finetune: schedules trained from the shared weights
-  std::vector<FinetuneRung> finetune_rungs;  // how many, how long (under halving, per rung)
+  std::vector<FinetuneRung> finetune_rungs;  // search.finetune: how many schedules train from the shared
+                                             // weights, how long (under halving, per rung); empty: none
   double finetune_flops = 0;       // their training and their final held-out evaluation
   double grid_seeds = 0, grid_flops = 0, space_flops = 0;
   double search_flops() const { return train_flops + rank_flops + finetune_flops; }

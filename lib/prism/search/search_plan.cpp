@@ -11,6 +11,7 @@
 #include "prism/data/dataset.h"
 #include "prism/error.h"
 #include "prism/schedule/enumerate.h"
+#include "prism/sweep/halving.h"
 
 namespace fs = std::filesystem;
 
@@ -96,8 +97,8 @@ FinetuneSettings parse_finetune(ConfigNode n) {
     f.halving.enabled = true;
     f.halving.eta = static_cast<int>(h.get_int("eta", f.halving.eta, 2, 1000));
     f.halving.min_steps = h.get_int("min_steps", 0, 0, 1LL << 40);
-    const int64_t first = f.halving.min_steps > 0 ? f.halving.min_steps : f.steps / (f.halving.eta * f.halving.eta);
-    if (f.steps > 0 && (first < 1 || first >= f.steps))
+    const int64_t first = first_rung_budget(f.steps, f.halving);
+    if (f.steps > 0 && first >= f.steps)
       throw Error(fmt::format("search.finetune.halving's first rung of {} steps leaves no room below finetune.steps = {}",
                               first, f.steps),
                   h.where("min_steps"), fmt::format("set min_steps between 1 and {}", f.steps - 1));

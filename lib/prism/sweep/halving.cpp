@@ -10,8 +10,12 @@
 
 namespace prism {
 
+int64_t first_rung_budget(int64_t max_steps, const HalvingSettings& h) {
+  return h.min_steps > 0 ? h.min_steps : std::max<int64_t>(1, max_steps / (h.eta * h.eta));
+}
+
 std::vector<int64_t> rung_budgets(int64_t max_steps, const HalvingSettings& h) {
-  const int64_t first = h.min_steps > 0 ? h.min_steps : std::max<int64_t>(1, max_steps / (h.eta * h.eta));
+  const int64_t first = first_rung_budget(max_steps, h);
   if (first >= max_steps)
     throw Error(fmt::format("halving.min_steps = {} leaves no room below train.max_steps = {}", first, max_steps),
                 "sweep.halving.min_steps", fmt::format("use a first budget below {}", max_steps));

@@ -35,6 +35,8 @@
 
 namespace prism {
 
+// The first rung's budget: min_steps, or max_steps / eta^2 (at least 1) when it is 0.
+int64_t first_rung_budget(int64_t max_steps, const HalvingSettings& h);
 // Step budgets of the rungs, increasing, the last = max_steps.
 std::vector<int64_t> rung_budgets(int64_t max_steps, const HalvingSettings& h);
 
