@@ -107,7 +107,7 @@ TEST_CASE("fp32 loss curve of 50 cpu-128 steps equals the reference trainer's", 
 TEST_CASE("bf16 loss curve of 50 cpu-128 steps stays within bf16 precision of the reference trainer's under autocast",
           "[train][parity][bf16]") {
   if (!cpu_supports_bf16()) {
-    WARN("SKIPPED: this CPU has no native bf16 (AVX512-BF16 or AMX): train.dtype=bf16 is refused here");
+    WARN("SKIPPED: no native bf16 here (AVX512-BF16 or AMX, or ONEDNN_MAX_CPU_ISA caps it): LibTorch emulates bf16, ~14x slower");
     return;
   }
   // Prism trains on bf16 working copies with its own kernels (attention, LM head,
@@ -143,7 +143,7 @@ TEST_CASE("fp32 loss curve of 50 cpu-128 steps with rotary positions equals the 
 TEST_CASE("bf16 loss curve of 50 cpu-128 steps with rotary positions stays within bf16 precision of the reference's",
           "[train][parity][bf16][rope]") {
   if (!cpu_supports_bf16()) {
-    WARN("SKIPPED: this CPU has no native bf16 (AVX512-BF16 or AMX): train.dtype=bf16 is refused here");
+    WARN("SKIPPED: no native bf16 here (AVX512-BF16 or AMX, or ONEDNN_MAX_CPU_ISA caps it): LibTorch emulates bf16, ~14x slower");
     return;
   }
   // The kernel rotates in fp32 and rounds once; Hugging Face rounds cos and sin to bf16 first.

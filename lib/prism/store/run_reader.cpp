@@ -141,6 +141,8 @@ RunReader::RunReader(const std::string& path) : impl_(std::make_unique<Impl>()) 
     if (f.attrExists("world_size")) f.openAttribute("world_size").read(H5::PredType::NATIVE_INT, &impl_->attrs.world_size);
     if (f.attrExists("unigram_val_loss"))
       f.openAttribute("unigram_val_loss").read(H5::PredType::NATIVE_DOUBLE, &impl_->attrs.unigram_val_loss);
+    if (f.attrExists("dtype")) impl_->attrs.dtype = hdf5::read_string_attribute(f, "dtype");
+    if (f.attrExists("dtype_reason")) impl_->attrs.dtype_reason = hdf5::read_string_attribute(f, "dtype_reason");
   } catch (const H5::Exception& e) {
     throw Error(fmt::format("cannot read the run store: {}", hdf5::detail(e)), path_, kReadFix);
   }

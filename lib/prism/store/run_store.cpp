@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -93,6 +94,8 @@ void write_root_attributes(H5::H5File& file, const RunAttributes& attrs) {
   write_world_size(file, attrs.world_size);
   file.createAttribute("unigram_val_loss", H5::PredType::IEEE_F64LE, H5::DataSpace(H5S_SCALAR))
       .write(H5::PredType::NATIVE_DOUBLE, &attrs.unigram_val_loss);
+  if (!attrs.dtype.empty()) write_string_attribute(file, "dtype", attrs.dtype);
+  if (!attrs.dtype_reason.empty()) write_string_attribute(file, "dtype_reason", attrs.dtype_reason);
 }
 
 // A file written by an older Prism holds its strings variable-length (in the
@@ -116,6 +119,8 @@ RunAttributes read_root_attributes(const H5::H5File& file) {
   if (file.attrExists("world_size")) file.openAttribute("world_size").read(H5::PredType::NATIVE_INT, &attrs.world_size);
   if (file.attrExists("unigram_val_loss"))
     file.openAttribute("unigram_val_loss").read(H5::PredType::NATIVE_DOUBLE, &attrs.unigram_val_loss);
+  if (file.attrExists("dtype")) attrs.dtype = read_string_attribute(file, "dtype");
+  if (file.attrExists("dtype_reason")) attrs.dtype_reason = read_string_attribute(file, "dtype_reason");
   // H5Lexists fails (rather than answers false) when an intermediate group is missing.
   if (file.nameExists("search") && file.nameExists("search/step")) {
     H5::Group search = file.openGroup("search");
@@ -818,6 +823,20 @@ RunStore& RunStore::operator=(RunStore&& other) noexcept {
     path_ = std::move(other.path_);
   }
   return *this;
+}
+
+std::string run_dtype(const RunAttributes& attrs) {
+  if (!attrs.dtype.empty()) return attrs.dtype;
+  try {
+    const YAML::Node train = YAML::Load(attrs.config)["train"];
+    if (train && train["dtype"] && train["dtype"].IsScalar()) {
+      const auto d = train["dtype"].as<std::string>();
+      if (d == "fp32" || d == "bf16") return d;
+    }
+  } catch (const std::exception&) {
+    // An unreadable config leaves the dtype unknown.
+  }
+  return "";
 }
 
 }  // namespace prism

@@ -65,7 +65,15 @@ struct RunAttributes {
   // that ignores context. NaN when unknown (llm.c's shards) or in an older file.
   double unigram_val_loss = std::numeric_limits<double>::quiet_NaN();
   SearchLayout search{};     // a search run's /search series (read back from the file)
+  // The dtype the run trained in, "fp32" or "bf16" ("" in a file from before it was
+  // recorded), and why: train.dtype as given, or what `auto` measured.
+  std::string dtype;
+  std::string dtype_reason;
 };
+
+// The dtype a run trained in: its `dtype` attribute, else (a file from before it was
+// recorded) its config's train.dtype where that names one; "" when unknown (`auto`).
+std::string run_dtype(const RunAttributes& attrs);
 
 struct TrainRow {
   int64_t step = 0;

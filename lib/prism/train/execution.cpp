@@ -3,6 +3,8 @@
 #include <ATen/autocast_mode.h>
 #include <fmt/format.h>
 
+#include <cctype>
+#include <cstdlib>
 #include <fstream>
 #include <thread>
 
@@ -11,7 +13,25 @@
 
 namespace prism {
 
+namespace {
+
+// ONEDNN_MAX_CPU_ISA below AVX512_CORE_BF16 (e.g. AVX2, to stand in for an AVX2-only CPU) takes
+// LibTorch's bf16 matmuls off their native path, whatever the CPU's flags say.
+bool onednn_caps_bf16() {
+  const char* v = std::getenv("ONEDNN_MAX_CPU_ISA");
+  if (!v || !*v) return false;
+  std::string isa(v);
+  for (char& c : isa) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (const char* ok : {"ALL", "AVX512_CORE_BF16", "AVX512_CORE_FP16", "AVX512_CORE_AMX", "AVX512_CORE_AMX_FP16",
+                         "AVX10_1_512", "AVX10_1_512_AMX", "AVX10_1_512_AMX_FP16"})
+    if (isa == ok) return false;
+  return true;
+}
+
+}  // namespace
+
 bool cpu_supports_bf16() {
+  if (onednn_caps_bf16()) return false;
   std::ifstream in("/proc/cpuinfo");
   for (std::string line; std::getline(in, line);) {
     if (line.rfind("flags", 0) != 0) continue;

@@ -22,7 +22,8 @@ struct Execution {
 // a GPU; on the CPU the faster of bf16 and fp32 here, measured (cpu_dtype_probe.h).
 Execution resolve_execution(const TrainConfig& t);
 
-// Whether this machine's CPU runs bf16 matmuls natively (AVX512-BF16 or AMX).
+// Whether this machine's CPU runs bf16 matmuls natively (AVX512-BF16 or AMX), and
+// ONEDNN_MAX_CPU_ISA does not cap LibTorch's matmuls below them.
 bool cpu_supports_bf16();
 
 // Enables autocast for the execution's device while alive (no-op for fp32).

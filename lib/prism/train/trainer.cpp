@@ -11,12 +11,14 @@
 #include "prism/data/dataset.h"
 #include "prism/train/loader.h"
 #include "prism/error.h"
+#include "prism/format.h"
 #include "prism/schedule/cost.h"
 #include "prism/model/gpt.h"
 #include "prism/ops/adamw.h"
 #include "prism/store/run_store.h"
 #include "prism/atomic_file.h"
 #include "prism/train/checkpoint.h"
+#include "prism/train/cpu_dtype_probe.h"
 #include "prism/train/distributed.h"
 #include "prism/train/execution.h"
 #include "prism/train/lr_schedule.h"
@@ -35,21 +37,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-std::string format_duration(double s) {
-  if (!std::isfinite(s) || s < 0) return "?";
-  auto total = static_cast<int64_t>(s + 0.5);
-  if (total >= 3600) return fmt::format("{}h{:02d}m", total / 3600, (total % 3600) / 60);
-  if (total >= 60) return fmt::format("{}m{:02d}s", total / 60, total % 60);
-  return fmt::format("{}s", total);
-}
-
-std::string format_count(double v) {
-  if (v >= 1e9) return fmt::format("{:.2f}B", v / 1e9);
-  if (v >= 1e6) return fmt::format("{:.2f}M", v / 1e6);
-  if (v >= 1e3) return fmt::format("{:.1f}k", v / 1e3);
-  return fmt::format("{:.0f}", v);
-}
 
 // Data for one run: the training stream, the fixed validation set and the
 // fixed batch on which attention distance is measured.
@@ -182,6 +169,7 @@ class Loop {
   void create_store();
   void start_data_parallel();
   void log_start() const;
+  void warn_slow_bf16() const;
   void train();
   void log_progress(const StepResult& r, double lr, double dt);
   void measure(int64_t step, bool force);
@@ -220,6 +208,7 @@ class Loop {
 TrainSummary Loop::run() {
   setup();
   log_start();
+  warn_slow_bf16();
   install_stop_handlers();
   const auto t0 = Clock::now();
   try {
@@ -308,7 +297,11 @@ void Loop::take_root_dtype() {
 void Loop::build() {
   if (group_->is_root()) prepare_run_dir();
   torch::manual_seed(c_.train.seed);
-  config_yaml_ = to_yaml(c_);
+  // config.yaml records what ran: train.dtype as resolved (auto -> fp32 or bf16), as it records
+  // the data's vocabulary; a resumed run continues in it, and `prism report` keys runs on it.
+  Config recorded = c_;
+  recorded.train.dtype = exec_.bf16 ? "bf16" : "fp32";
+  config_yaml_ = to_yaml(recorded);
   model_ = GPT(c_.model, c_.schedule, attention::parse_backend(c_.attention.backend));
   model_->to(exec_.device);
   if (!o_.resume && !c_.train.init_from.empty()) {
@@ -361,6 +354,8 @@ void Loop::create_store() {
   RunAttributes attrs{config_yaml_, c_.schedule.heads(), c_.train.seed, PRISM_VERSION};
   attrs.world_size = group_->world_size();
   attrs.unigram_val_loss = unigram_;
+  attrs.dtype = exec_.bf16 ? "bf16" : "fp32";
+  attrs.dtype_reason = exec_.dtype_reason;
   if (ext_) attrs.search = ext_->store_layout(shape_.accum * group_->world_size());
   store_.emplace(RunStore::create((fs::path(o_.run_dir) / "run.h5").string(), attrs));
 }
@@ -396,6 +391,26 @@ void Loop::log_start() const {
   if (trains_on_working_copies(*opt_, exec_))
     log(fmt::format("weights: bf16 working copies of the matmul weights, written by the AdamW kernel (Highway {}){}",
                     adamw_cpu_target(), group_->distributed() ? "; their gradients averaged in fp32" : ""));
+}
+
+// Before the first step: bf16 on a CPU where it multiplies slower than fp32 says so, with the
+// measured ratio, the ETA in both dtypes and the override that fixes it.
+void Loop::warn_slow_bf16() const {
+  if (!exec_.bf16 || !exec_.device.is_cpu() || !group_->is_root() || st_.step >= c_.train.max_steps) return;
+  StepWork w;
+  w.d_model = c_.model.d_model;
+  w.rows = c_.train.batch_size * c_.train.seq_len;
+  w.flops = model_cost(c_.model, c_.schedule, static_cast<int>(c_.train.seq_len)).train_flops_per_token *
+            static_cast<double>(shape_.step_tokens);
+  w.steps = c_.train.max_steps - st_.step;
+  // Validations: at step 0 (a fresh run), every eval_every steps, and at the last step.
+  const int64_t every = c_.train.eval_every;
+  w.evals = (st_.step == 0 ? 1 : 0) + (every > 0 ? c_.train.max_steps / every - st_.step / every : 0) +
+            (every > 0 && c_.train.max_steps % every == 0 ? 0 : 1);
+  w.eval_flops = static_cast<double>(w.evals) * static_cast<double>(data_.val_batches) *
+                 static_cast<double>(c_.train.batch_size * c_.train.seq_len) *
+                 model_cost(c_.model, c_.schedule, static_cast<int>(c_.train.seq_len)).train_flops_per_token / 3.0;
+  if (const std::string warning = slow_bf16_warning(w); !warning.empty()) log(warning);
 }
 
 void Loop::log_progress(const StepResult& r, double lr, double dt) {
