@@ -132,3 +132,42 @@ TEST_CASE("prism report keys runs on their resolved config: different experiment
   // Without --bench-steps the column is not there at all.
   CHECK_THAT(md, !Catch::Contains("| tokens/s vs uniform") && Catch::Contains("Not measured"));
 }
+
+TEST_CASE("prism report never pools runs that trained in different dtypes, whatever their configs said",
+          "[analysis][report][sweep][dtype]") {
+  TempDir dir("prism-pooling-dtype");
+  const std::string shards = dir.file("shards");
+  auto r = run_reference("make_shards.py", shards + " --vocab 512 --train-tokens 20000 --val-tokens 4000");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  // dtype auto: the sweep's runs train in what auto resolves to here, and record it.
+  std::string yaml = tiny_sweep(shards, "auto", "3.0e-3");
+  yaml.replace(yaml.find("dtype: fp32"), 11, "dtype: auto");
+  write_file(dir.file("auto.yaml"), yaml);
+  r = run_prism(fmt::format("sweep {} --out {}", dir.file("auto.yaml"), dir.file("auto")));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const auto ran = column(prism::read_csv(dir.file("auto/summary.csv")), "dtype");
+  REQUIRE(ran.size() == 4);
+  REQUIRE((ran[0] == "fp32" || ran[0] == "bf16"));
+  CHECK(std::count(ran.begin(), ran.end(), ran[0]) == 4);
+  CHECK_THAT(read_file(dir.file("auto/ranking.txt")), Catch::Contains("every run trained in " + ran[0]));
+  // The same schedules and seeds in the other dtype.
+  const std::string other = ran[0] == "fp32" ? "bf16" : "fp32";
+  r = run_prism(fmt::format("sweep {} --out {} train.dtype={}", dir.file("auto.yaml"), dir.file("other"), other));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(column(prism::read_csv(dir.file("other/summary.csv")), "dtype")[0] == other);
+
+  r = run_prism(fmt::format("report {} {} --out {}", dir.file("auto"), dir.file("other"), dir.file("report")));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  auto loss = prism::read_csv(dir.file("report/final_loss.csv"));
+  REQUIRE(loss.rows.size() == 4);  // pooled, it would be 2 configurations of 4 runs each
+  const auto settings = column(loss, "settings");
+  CHECK(std::count(settings.begin(), settings.end(), "train.dtype=" + ran[0]) == 2);  // as it ran, not "auto"
+  CHECK(std::count(settings.begin(), settings.end(), "train.dtype=" + other) == 2);
+  CHECK_THAT(r.output + read_file(dir.file("report/report.md")),
+             Catch::Contains("the runs trained in different dtypes (") && Catch::Contains("they are not pooled") &&
+                 !Catch::Contains("same configuration and seed"));
+}

@@ -43,6 +43,7 @@ TEST_CASE("sweep.h5 keeps its schema: trials, ranking and halving columns with t
   outcomes[1].steps = 6;
   outcomes[1].final_val_se = 0.0625;
   outcomes[1].unigram = 6.5;
+  outcomes[1].dtype = "bf16";
   outcomes[1].budget_steps = plan.trials[1].max_steps;
   const auto rows = rank_configurations(plan, outcomes);
   REQUIRE(rows.size() == 1);
@@ -54,7 +55,7 @@ TEST_CASE("sweep.h5 keeps its schema: trials, ranking and halving columns with t
   CHECK(g.string("source", h5) == plan.source);
   CHECK(g.string("sweep", h5) == plan_to_yaml(plan));
   CHECK(g.string("prism_version", h5) == PRISM_VERSION);
-  for (const char* s : {"name", "group", "schedule", "status", "message", "run_dir", "param/train.lr"})
+  for (const char* s : {"name", "group", "schedule", "status", "message", "run_dir", "dtype", "param/train.lr"})
     check_type(g, std::string("trials/") + s, Type::String, h5);
   check_type(g, "trials/seed", Type::UInt64, h5);
   for (const char* s : {"baseline", "rung", "n_layer", "heads"}) check_type(g, std::string("trials/") + s, Type::Int32, h5);
@@ -74,13 +75,14 @@ TEST_CASE("sweep.h5 keeps its schema: trials, ranking and halving columns with t
   CHECK(g.reals("trials/final_val_loss_se", h5)[1] == 0.0625);
   CHECK(g.reals("trials/unigram_val_loss", h5)[1] == 6.5);
   CHECK(std::isnan(g.reals("trials/unigram_val_loss", h5)[0]));
+  CHECK(g.strings("trials/dtype", h5) == std::vector<std::string>{"", "bf16", "", ""});  // what ran; "" not run
   // summary.csv and the ranked table carry them too.
   const std::string csv = read_file(out + "/summary.csv");
-  CHECK_THAT(csv, Catch::Contains(",final_val_loss_se,unigram_val_loss,run_dir,message\n"));
-  CHECK_THAT(csv, Catch::Contains(",0.062500,6.500000,"));
+  CHECK_THAT(csv, Catch::Contains(",final_val_loss_se,unigram_val_loss,dtype,run_dir,message\n"));
+  CHECK_THAT(csv, Catch::Contains(",0.062500,6.500000,bf16,"));
   CHECK_THAT(read_file(out + "/ranking.txt"),
              Catch::Contains("unigram baseline 6.5000 nats (the loss of a model that ignores context); a run's final "
-                             "val loss has a standard error of 0.0625 over its validation batches"));
+                             "val loss has a standard error of 0.0625 over its validation batches; every run trained in bf16"));
 
   for (const char* s : {"group", "schedule", "params"}) check_type(g, std::string("ranking/") + s, Type::String, h5);
   for (const char* s : {"seeds_done", "seeds_total", "baseline"}) check_type(g, std::string("ranking/") + s, Type::Int32, h5);
@@ -97,5 +99,5 @@ TEST_CASE("sweep.h5 keeps its schema: trials, ranking and halving columns with t
   check_type(g, "halving/val_loss", Type::Float64, h5);
   CHECK(g.strings("halving/reason", h5) == std::vector<std::string>{"baseline"});
   CHECK(g.integers("halving/budgets", h5) == rung_budgets(6, plan.settings.halving));
-  CHECK(g.arrays.size() == 21 + 9 + 8);  // no column more or less: trials (one param), ranking, halving
+  CHECK(g.arrays.size() == 22 + 9 + 8);  // no column more or less: trials (one param), ranking, halving
 }

@@ -130,6 +130,14 @@ ModelFacts model_facts(const RunReader& r, const std::string& run_dir) {
   return f;
 }
 
+// The trial's experiment keys with train.dtype as the run trained (its run.h5 records it): two
+// runs whose `auto` resolved differently, on two machines, are two experiments.
+std::map<std::string, std::string> run_experiment(const Trial& t, const RunReader& r) {
+  auto experiment = experiment_keys(t.config);
+  if (const std::string ran = run_dtype(r.attributes()); !ran.empty()) experiment["train.dtype"] = ran;
+  return experiment;
+}
+
 StudyRun read_run(const Trial& t, const std::string& sweep, const std::string& run_dir) {
   RunReader r(run_dir);
   StudyRun s;
@@ -139,7 +147,7 @@ StudyRun read_run(const Trial& t, const std::string& sweep, const std::string& r
   s.heads = r.attributes().heads;
   s.uniform = t.baseline;
   s.seed = t.seed;
-  s.experiment = experiment_keys(t.config);
+  s.experiment = run_experiment(t, r);
   s.max_steps = t.max_steps;
   s.val = r.val();
   const auto train = r.train();
@@ -174,6 +182,22 @@ RunShape shape_of(const Trial& t) {
 
 bool same_shape(const RunShape& a, const StudyScale& s) {
   return a.label == s.label && a.n_layer == s.n_layer && a.d_model == s.d_model && a.n_head == s.n_head;
+}
+
+// Why a scale's runs of different dtypes are not pooled, with their counts.
+std::string dtype_split_note(const std::string& scale, const std::vector<const StudyRun*>& runs) {
+  std::map<std::string, int> n;
+  for (const StudyRun* r : runs) {
+    const auto it = r->experiment.find("train.dtype");
+    n[it == r->experiment.end() ? std::string("(unset)") : it->second] += 1;
+  }
+  std::vector<std::string> counts;
+  for (const auto& [dtype, k] : n) counts.push_back(fmt::format("{} {}", k, dtype));
+  return fmt::format(
+      "{}: the runs trained in different dtypes ({}, as each run.h5 records: `auto` resolves by measuring the "
+      "machine that ran it); they are not pooled: each dtype is its own configuration (train.dtype in the settings), "
+      "and a schedule is compared only with the uniform runs of its dtype. A rerun in another dtype is another study",
+      scale, fmt::join(counts, ", "));
 }
 
 // The keys whose values differ among `runs` (a key missing from a run counts as a value).
@@ -271,6 +295,8 @@ void group_study(Study& study, const std::vector<RunShape>& shapes) {
     std::vector<const StudyRun*> runs;
     for (size_t i : members[s]) runs.push_back(&study.runs[i]);
     sc.varying = varying_keys(runs);
+    if (std::find(sc.varying.begin(), sc.varying.end(), "train.dtype") != sc.varying.end())
+      study.notes.push_back(dtype_split_note(sc.label, runs));
     for (size_t i : members[s]) {
       StudyRun& run = study.runs[i];
       run.settings = settings_of(run, sc.varying);
@@ -324,9 +350,9 @@ Study load_study(const std::vector<std::string>& sweep_dirs) {
         continue;
       }
       const RunShape shape = shape_of(t);
-      std::string id = fmt::format("{}|{}|{}|", shape.label, fmt::join(t.schedule.heads(), ","), t.seed);
-      for (const auto& kv : experiment_keys(t.config)) id += kv.first + "=" + kv.second + ";";
       const std::string run_dir = final_run_dir(plan, dir, t);
+      std::string id = fmt::format("{}|{}|{}|", shape.label, fmt::join(t.schedule.heads(), ","), t.seed);
+      for (const auto& kv : run_experiment(t, RunReader(run_dir))) id += kv.first + "=" + kv.second + ";";
       if (seen.count(id)) {
         const StudyRun& kept = study.runs[seen[id]];
         const auto val = RunReader(run_dir).val();

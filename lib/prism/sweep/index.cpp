@@ -102,6 +102,7 @@ void add_trials(ResultGroup& out, const SweepPlan& plan, const std::vector<Trial
   c.float64("final_val_loss", [](const O& o) { return o.final_val; });
   c.float64("final_val_loss_se", [](const O& o) { return o.final_val_se; });
   c.float64("unigram_val_loss", [](const O& o) { return o.unigram; });
+  c.strings("dtype", [](const O& o) { return o.dtype; });
   c.float64("wall_s", [](const O& o) { return o.wall_s; });
   c.float64("wall_s_all_rungs", [](const O& o) { return o.wall_all; });
   size_t width = 1;  // a sweep of 0-layer models still has a heads column
@@ -208,6 +209,7 @@ std::vector<TrialOutcome> collect_outcomes(const SweepPlan& plan, const std::str
         o.final_val = o.status == "completed" ? r.final_val_loss() : kNaN;
         o.final_val_se = o.status == "completed" ? r.final_val_loss_se() : kNaN;
         o.unigram = r.unigram_val_loss;
+        o.dtype = r.dtype;
         if (o.wall_s == 0) o.wall_s = r.train_time_s;
       }
       o.tokens_all += o.tokens;
@@ -334,11 +336,13 @@ std::string format_ranking(const SweepPlan& plan, const std::vector<RankRow>& ro
 std::string format_baselines(const std::vector<TrialOutcome>& outcomes) {
   std::vector<std::string> unigrams;
   std::vector<double> ses;
+  std::map<std::string, int> dtypes;  // completed runs per dtype they trained in
   for (const auto& o : outcomes) {
     if (o.status != "completed") continue;
     const std::string u = std::isfinite(o.unigram) ? fmt::format("{:.4f}", o.unigram) : "unknown";
     if (std::find(unigrams.begin(), unigrams.end(), u) == unigrams.end()) unigrams.push_back(u);
     if (std::isfinite(o.final_val_se)) ses.push_back(o.final_val_se);
+    if (!o.dtype.empty()) dtypes[o.dtype] += 1;
   }
   if (unigrams.empty()) return "";
   std::string out = fmt::format("unigram baseline {} nats{}", fmt::join(unigrams, ", "),
@@ -351,6 +355,14 @@ std::string format_baselines(const std::vector<TrialOutcome>& outcomes) {
                : fmt::format("; a run's final val loss has a standard error of {:.4f}-{:.4f} over its validation "
                              "batches", lo, hi);
   }
+  if (dtypes.size() == 1) out += fmt::format("; every run trained in {}", dtypes.begin()->first);
+  if (dtypes.size() > 1) {
+    std::vector<std::string> counts;
+    for (const auto& [dtype, n] : dtypes) counts.push_back(fmt::format("{} {}", n, dtype));
+    out += fmt::format("\nwarning: the runs trained in different dtypes ({}; summary.csv's dtype column): this ranking "
+                       "pools their seeds, prism report keeps each dtype apart (another study)",
+                       fmt::join(counts, ", "));
+  }
   return out + "\n";
 }
 
@@ -362,7 +374,7 @@ void write_index(const SweepPlan& plan, const std::string& sweep_dir, const std:
   csv << "name,group,schedule,heads,seed";
   for (const auto& c : columns) csv << "," << csv_field(c);
   csv << ",status,rung,steps,tokens,best_val_loss,final_val_loss,wall_s,tokens_all_rungs,wall_s_all_rungs,"
-         "final_val_loss_se,unigram_val_loss,run_dir,message\n";
+         "final_val_loss_se,unigram_val_loss,dtype,run_dir,message\n";
   for (const auto& o : outcomes) {
     const Trial& t = *o.trial;
     csv << csv_field(t.name) << "," << csv_field(t.group) << "," << csv_field(schedule_label(t)) << ","
@@ -371,7 +383,7 @@ void write_index(const SweepPlan& plan, const std::string& sweep_dir, const std:
     csv << "," << o.status << "," << o.rung << "," << o.steps << "," << o.tokens << "," << number(o.best_val) << ","
         << number(o.final_val) << "," << number(o.wall_s, 2) << "," << o.tokens_all << ","
         << number(o.wall_all, 2) << "," << number(o.final_val_se) << "," << number(o.unigram) << ","
-        << csv_field(o.run_dir) << "," << csv_field(o.message) << "\n";
+        << o.dtype << "," << csv_field(o.run_dir) << "," << csv_field(o.message) << "\n";
   }
   write_file_atomic((dir / "summary.csv").string(), csv.str());
   write_file_atomic((dir / "ranking.txt").string(), format_ranking(plan, rows, outcomes));

@@ -25,6 +25,7 @@ struct TrialOutcome {
   double best_val = 0, final_val = 0;  // NaN when there is none
   double final_val_se = 0;       // final_val's standard error over the validation batches (NaN: unknown)
   double unigram = 0;            // the data's unigram baseline, nats (NaN: unknown)
+  std::string dtype;             // what its run trained in: fp32 | bf16 ("": not run, or unknown)
   double wall_s = 0;             // of that run
   int64_t tokens_all = 0;        // over every rung it ran
   double wall_all = 0;

@@ -30,6 +30,7 @@ RunResult read_run_result(const std::string& path) {
   r.heads = reader.attributes().heads;
   r.seed = reader.attributes().seed;
   r.unigram_val_loss = run_unigram_val_loss(reader.attributes());
+  r.dtype = run_dtype(reader.attributes());
   const std::vector<TrainRow> train = reader.train();
   if (!train.empty()) {
     r.steps = train.back().step;

@@ -19,6 +19,7 @@ struct RunResult {
   std::vector<double> val_loss;
   std::vector<double> val_loss_se;  // standard error of each over the validation batches (NaN if unknown)
   double unigram_val_loss = 0;      // the data's unigram baseline (NaN if unknown)
+  std::string dtype;                // what it trained in: fp32 | bf16 ("" unknown: an older `auto` run)
   double best_val_loss() const;    // NaN without validation rows
   double final_val_loss() const;
   double final_val_loss_se() const;
