@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "prism/train/step.h"
+#include "prism/train/step_probe.h"
 
 namespace prism::cli {
 
@@ -31,8 +31,7 @@ std::string machine_description();
 // prism::Error when the command cannot be started.
 std::string capture(const std::string& cmd, int& status);
 
-// Training batches of uniformly random tokens (x, y both (B, T)), from a CPU
-// generator seeded with `seed`: what the training benchmarks feed every step.
-BatchSource random_token_batches(int64_t vocab_size, int64_t B, int64_t T, uint64_t seed);
+// Training batches of random tokens: prism::random_token_batches (train/step_probe.h).
+using prism::random_token_batches;
 
 }  // namespace prism::cli

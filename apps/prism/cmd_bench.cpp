@@ -48,14 +48,6 @@ std::vector<Benchmark> benchmarks() {
   return b;
 }
 
-BatchSource random_token_batches(int64_t vocab_size, int64_t B, int64_t T, uint64_t seed) {
-  auto gen = at::detail::createCPUGenerator(seed);
-  return [=] {
-    return std::make_pair(torch::randint(0, vocab_size, {B, T}, gen, torch::kLong),
-                          torch::randint(0, vocab_size, {B, T}, gen, torch::kLong));
-  };
-}
-
 std::string capture(const std::string& cmd, int& status) {
   FILE* p = popen((cmd + " 2>&1").c_str(), "r");
   if (!p) throw Error("cannot start the reference", cmd, "check --python");

@@ -47,7 +47,9 @@ int run(const std::vector<std::string>& args) {
         ("sweep", po::value<std::string>(), "sweep file, or an existing sweep directory")
         ("set", po::value<std::vector<std::string>>()->composing(), "key=value overrides (positional)")
         ("out,o", po::value<std::string>(), "sweep directory (default: sweeps/<sweep name>)")
-        ("dry-run", po::bool_switch(), "print the trials (count, names, schedules) and exit; runs nothing")
+        ("dry-run", po::bool_switch(),
+         "print the trials (count, names, schedules, FLOPs) and the ETA here, from one training step of each "
+         "setup timed on this machine, and exit; trains nothing")
         ("print-config", po::bool_switch(), "print the resolved base config (as prism train and schedule resolve it) and the sweep section, and exit")
         ("jobs,j", po::value<int>(), "trials at once on this machine (default: sweep.jobs, else 1)")
         ("threads", po::value<int>(), "threads shared by the concurrent trials (default: sweep.threads, else every core)")

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <regex>
 #include <sstream>
@@ -74,5 +75,38 @@ TEST_CASE("dry-run FLOPs are 6N + attention with N from a model on the data's vo
     const double expected = tokens * (6.0 * N + attention);
     REQUIRE(flops.count(t.name));
     CHECK(flops.at(t.name) == Approx(expected).epsilon(1e-3));  // printed to 4 significant digits
+  }
+}
+
+TEST_CASE("a sweep's dry run gives its ETA from a step measured on this machine", "[sweep][config]") {
+  TempDir dir("prism-dry-run-eta");
+  REQUIRE(prepare_small_corpus(dir, 300).vocab_size == 300);
+  const std::string file = dir.file("sweep.yaml");
+  write_file(file, fmt::format("model: {{preset: test-tiny}}\n"
+                               "data: {{dir: '{}'}}\n"
+                               "train: {{max_steps: 1000, batch_size: 2, seq_len: 16, dtype: fp32, device: cpu}}\n"
+                               "sweep: {{grid: {{schedule.heads: [[2, 4]], train.seed: [0, 1, 2]}}}}\n",
+                               dir.file("data")));
+  const SweepPlan plan = plan_sweep(file);
+  REQUIRE(plan.trials.size() == 6);
+  const std::string shown = format_measured_eta(plan, 2, 2);
+  INFO(shown);
+  // One setup (the schedules differ only in FLOPs): one step timed, its time printed with how it ran.
+  static const std::regex measured(R"(step time measured here: ([0-9.]+) s per step of (\S+) \(cpu, 1 thread, fp32\))");
+  std::smatch m;
+  REQUIRE(std::regex_search(shown, m, measured));
+  const double step_s = std::stod(m[1].str());
+  CHECK(step_s > 0);
+  CHECK(step_s < 5);
+  CHECK(m[2].str() == plan.trials[0].name);
+  CHECK(std::count(shown.begin(), shown.end(), '\n') == 2);  // one setup line, the ETA line
+  CHECK_THAT(shown, Catch::Contains("ETA here: about ") && Catch::Contains("for 6 of 6 trials, 2 at a time"));
+  CHECK_THAT(shown, !Catch::Contains("upper bound"));
+
+  // A device this machine lacks is named instead of measured.
+  if (!torch::cuda::is_available()) {
+    const SweepPlan gpu = plan_sweep(file, {"train.device=cuda"});
+    const std::string none = format_measured_eta(gpu, 1, 1);
+    CHECK_THAT(none, Catch::Contains("which this machine lacks") && Catch::Contains("ETA here: none"));
   }
 }

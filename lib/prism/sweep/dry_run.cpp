@@ -6,7 +6,10 @@
 #include <yaml-cpp/yaml.h>
 
 #include "prism/config/config.h"
+#include "prism/format.h"
 #include "prism/schedule/cost.h"
+#include "prism/train/cpu_dtype_probe.h"
+#include "prism/train/step_probe.h"
 #include "prism/sweep/halving.h"
 #include "prism/sweep/plan.h"
 #include "prism/sweep/sweep.h"
@@ -39,7 +42,102 @@ double trial_tokens_per_s(const EstimateSettings& e, double flops_per_token) {
   return e.peak_flops * e.mfu / flops_per_token;
 }
 
+// What a step's time depends on besides the schedule: trials with the same key differ only
+// in their FLOPs per token.
+std::string setup_key(const Config& c) {
+  return fmt::format("{}x{}/{} v{} | B{} T{} tps{} | {} {} {} | {}", c.model.n_layer, c.model.d_model, c.model.n_head,
+                     c.model.vocab_size, c.train.batch_size, c.train.seq_len, c.train.tokens_per_step, c.train.device,
+                     c.train.dtype, c.attention.backend, static_cast<int>(c.model.position));
+}
+
+// Why a setup's step is not timed here ("" when it can be).
+std::string not_measurable(const Config& c, double step_flops) {
+  if (c.train.device.rfind("cuda", 0) == 0 && !torch::cuda::is_available())
+    return fmt::format("its trials train on {}, which this machine lacks", c.train.device);
+  if (c.train.device == "cpu" || c.train.device == "auto") {
+    const double fp32 = cpu_matmul_rates().fp32_gflops;
+    const double s = fp32 > 0 ? step_flops / (fp32 * 1e9) : 0;
+    if (s > 60) return fmt::format("one step would take about {} here", format_duration(s));
+  }
+  return "";
+}
+
 }  // namespace
+
+std::string format_measured_eta(const SweepPlan& plan, int jobs, int threads) {
+  struct Setup {
+    std::string key, first, why_not, execution;
+    double step_s = 0, flops_per_token = 0;
+  };
+  std::vector<Setup> setups;
+  double total_s = 0;
+  int64_t trials_costed = 0;
+  std::vector<std::string> skipped;
+  for (const auto& t : plan.trials) {
+    Config c = trial_config(t);
+    c.train.threads = threads_per_trial(threads, jobs);
+    const std::string key = setup_key(c);
+    auto it = std::find_if(setups.begin(), setups.end(), [&](const Setup& s) { return s.key == key; });
+    const double fpt = trial_flops_per_token(t);
+    if (it == setups.end()) {
+      Setup s;
+      s.key = key;
+      s.first = t.name;
+      s.flops_per_token = fpt;
+      s.why_not = setups.size() >= 4 ? std::string("more than 4 setups: only the first 4 are timed")
+                                     : not_measurable(c, fpt * static_cast<double>(t.step_tokens));
+      if (s.why_not.empty()) {
+        const StepTiming st = time_training_steps(c);
+        s.step_s = st.seconds;
+        s.execution = fmt::format("{}{}", st.execution, st.dtype_reason.rfind("auto", 0) == 0 ? "; " + st.dtype_reason : "");
+      }
+      setups.push_back(s);
+      it = setups.end() - 1;
+    }
+    if (!it->why_not.empty()) {
+      skipped.push_back(t.name);
+      continue;
+    }
+    total_s += static_cast<double>(t.max_steps) * it->step_s * fpt / it->flops_per_token;
+    trials_costed += 1;
+  }
+  std::string out;
+  for (const auto& s : setups) {
+    if (s.why_not.empty())
+      out += fmt::format("step time measured here: {:.3f} s per step of {} ({})\n", s.step_s, s.first, s.execution);
+    else
+      out += fmt::format("step time not measured for {} and its like: {}\n", s.first, s.why_not);
+  }
+  if (trials_costed > 0)
+    out += fmt::format("ETA here: about {} for {} of {} trials, {} at a time{}\n",
+                       format_duration(total_s / std::max(jobs, 1)), trials_costed, plan.trials.size(), jobs,
+                       plan.settings.halving.enabled ? " (every trial at its full budget: successive halving stops "
+                                                       "some early, so this is an upper bound)"
+                                                     : "");
+  else
+    out += "ETA here: none (no step could be measured on this machine)\n";
+  if (const std::string w = sweep_bf16_warning(plan, jobs, threads); !w.empty()) out += w;
+  return out;
+}
+
+std::string sweep_bf16_warning(const SweepPlan& plan, int jobs, int threads) {
+  for (const auto& t : plan.trials) {
+    const Config c = trial_config(t);
+    if (c.train.dtype != "bf16" || (c.train.device != "cpu" && c.train.device != "auto")) continue;
+    if (c.train.device == "auto" && torch::cuda::is_available()) continue;
+    torch::set_num_threads(threads_per_trial(threads, jobs));
+    StepWork w;
+    w.d_model = c.model.d_model;
+    w.rows = c.train.batch_size * c.train.seq_len;
+    w.flops = trial_flops_per_token(t) * static_cast<double>(t.step_tokens);
+    w.steps = t.max_steps;
+    const std::string warning = slow_bf16_warning(w);
+    if (warning.empty()) return "";
+    return fmt::format("{} (trial {}; the sweep's trials name train.dtype bf16: each of its {} trials at {} steps)\n",
+                       warning, t.name, plan.trials.size(), t.max_steps);
+  }
+  return "";
+}
 
 std::string format_dry_run(const SweepPlan& plan, const std::string& out, int jobs, int threads) {
   std::string s;

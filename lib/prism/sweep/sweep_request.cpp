@@ -76,6 +76,7 @@ int run_on_slurm(const SweepRequest& r, const SweepPlan& plan, const std::string
 
 int run_here(const SweepRequest& r, const SweepPlan& plan, const std::string& dir, int jobs, int threads,
              RetryPolicy retry) {
+  if (const std::string w = sweep_bf16_warning(plan, jobs, threads); !w.empty()) say(r.note, w);
   SweepOptions so;
   so.dir = dir;
   so.jobs = jobs;
@@ -148,6 +149,7 @@ int run_sweep_request(const SweepRequest& r) {
   const RetryPolicy retry = retry_policy(r);
   if (r.dry_run) {
     say(r.print, format_dry_run(plan, dir, jobs, threads));
+    say(r.print, format_measured_eta(plan, jobs, threads));
     return 0;
   }
   if (r.task_index) {
