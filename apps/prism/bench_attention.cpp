@@ -18,6 +18,9 @@
 #include "prism/ops/attention_fused.h"
 #include "prism/ops/cpu_code_paths.h"
 #include "prism/error.h"
+#include "prism/format.h"
+#include "prism/train/cpu_dtype_probe.h"
+#include "prism/train/execution.h"
 
 namespace prism::cli {
 namespace {
@@ -134,7 +137,8 @@ po::options_description attention_options() {
   o.add_options()
       ("T", po::value<std::string>()->default_value("1024,4096"), "sequence lengths")
       ("head-dim", po::value<std::string>()->default_value("64,128,256"), "head dims D")
-      ("dtype", po::value<std::string>()->default_value("fp32,bf16"), "fp32, bf16")
+      ("dtype", po::value<std::string>()->default_value("auto"),
+       "fp32, bf16, or auto: fp32, and bf16 where it has a fast path here (measured)")
       ("backends", po::value<std::string>()->default_value("reference,sdpa,fused,fused+distance"),
        "reference, sdpa, fused, fused+distance")
       ("repeat", po::value<int>()->default_value(5), "timed rounds per case (median shown), after one warm-up")
@@ -156,6 +160,9 @@ po::options_description attention_options() {
 struct Plan {
   std::vector<int64_t> Ts, Ds;
   std::vector<std::string> dtypes;
+  MatmulRates rates;            // this CPU's, at the benchmark's threads
+  bool bf16_emulated = false;   // no fast bf16 path here: one timed round per bf16 case
+  bool bf16_left_out = false;   // --dtype auto dropped bf16 for that reason
   int64_t width = 0, tokens = 0;
   attention::CpuCodePath path;
   attention::BenchSettings settings;
@@ -180,6 +187,13 @@ Plan read_plan(const po::variables_map& vm) {
   p.Ts = int_list(vm["T"].as<std::string>(), "T");
   p.Ds = int_list(vm["head-dim"].as<std::string>(), "head-dim");
   p.dtypes = split_list(vm["dtype"].as<std::string>());
+  p.rates = cpu_matmul_rates();
+  p.bf16_emulated = bf16_emulated(p.rates, cpu_supports_bf16());
+  if (p.dtypes == std::vector<std::string>{"auto"}) {
+    p.dtypes = {"fp32"};
+    if (p.bf16_emulated) p.bf16_left_out = true;
+    else p.dtypes.push_back("bf16");
+  }
   require_known(p.dtypes, {"fp32", "bf16"}, "dtype");
   p.settings = read_bench_settings(vm);
   p.width = vm["width"].as<int64_t>();
@@ -202,6 +216,43 @@ std::string bf16_path_line(const Plan& p) {
   attention::fused_code_path(torch::kBFloat16);  // measures (or reads the cache) once
   const std::string why = attention::bf16_code_path_reason();
   return why.empty() ? "" : "fused kernel, " + why + "\n";
+}
+
+// The settings a case runs with: one timed round where bf16 is emulated (its ratio needs no more).
+attention::BenchSettings case_settings(const Plan& p, const std::string& dtype) {
+  attention::BenchSettings s = p.settings;
+  if (dtype == "bf16" && p.bf16_emulated) s.repeat = 1;
+  return s;
+}
+
+// bf16 left out or cut short where it is emulated, and the ETA of every case from this CPU's matmul
+// rates: a rough guide (each back end as 12 B H T^2 D FLOPs a round, forward and backward; the fused
+// kernel's bf16 runs at fp32's rate).
+std::string dtype_lines(const Plan& p) {
+  std::string out;
+  const std::string measured = fmt::format("bf16 matmuls ran {:.3g}x fp32's here ({}^3: bf16 {:.3g}, fp32 {:.3g} GFLOP/s)",
+                                           p.rates.bf16_over_fp32(), p.rates.n, p.rates.bf16_gflops, p.rates.fp32_gflops);
+  if (p.bf16_left_out)
+    out += "bf16: left out: no fast bf16 path on this CPU (" + measured +
+           "; LibTorch emulates it, minutes a call at T 4096); --dtype fp32,bf16 times it anyway, one round a case\n";
+  else if (p.bf16_emulated && std::find(p.dtypes.begin(), p.dtypes.end(), "bf16") != p.dtypes.end())
+    out += "bf16: no fast bf16 path on this CPU (" + measured + "): one timed round per bf16 case, which gives its ratios\n";
+  double seconds = 0;
+  for (auto T : p.Ts)
+    for (auto D : p.Ds)
+      for (const auto& dt : p.dtypes) {
+        const double B = static_cast<double>(std::max<int64_t>(1, p.tokens / T)), H = static_cast<double>(p.width / D);
+        const double flops = 12.0 * B * H * static_cast<double>(T) * static_cast<double>(T) * static_cast<double>(D);
+        const int rounds = case_settings(p, dt).repeat + 1;
+        for (const auto& b : p.settings.backends) {
+          const bool libtorch = b == "reference" || b == "sdpa";
+          const double gflops = dt == "bf16" && libtorch ? p.rates.bf16_gflops : p.rates.fp32_gflops;
+          seconds += rounds * flops / std::max(gflops * 1e9, 1.0);
+        }
+      }
+  out += fmt::format("ETA: about {} (every case's attention FLOPs at this CPU's matmul rates; a rough guide)\n",
+                     format_duration(seconds));
+  return out;
 }
 
 void print_header(const Plan& p) {
@@ -228,6 +279,7 @@ void print_header(const Plan& p) {
                              "{:.0e} bf16\n",
                              attention::bench_check_tolerance(torch::kFloat),
                              attention::bench_check_tolerance(torch::kBFloat16));
+  std::cout << dtype_lines(p);
   const std::string head = fmt::format("{:>5} {:>4} {:>5} {:>7}  {:<15} {:>9} {:>7} {:>8} {:>11}  {}", "T", "D",
                                        "dtype", "B x H", "back end", "time ms", "x sdpa", "x ref", "peak MiB", "note");
   std::cout << "\n" << head << "\n" << std::string(head.size() + 10, '-') << "\n";
@@ -242,7 +294,7 @@ Tally run_cases(const Plan& p) {
         const attention::BenchCase c{std::max<int64_t>(1, p.tokens / T), T, p.width / D, D,
                                      dt == "bf16" ? torch::kBFloat16 : torch::kFloat};
         try {
-          auto res = attention::bench_attention_case(c, p.settings);
+          auto res = attention::bench_attention_case(c, case_settings(p, dt));
           print_case(c, dt, p.settings.backends, res, tally);
         } catch (const std::exception& e) {
           ++tally.failed_cases;
@@ -275,9 +327,9 @@ int run(const std::vector<std::string>& args) {
   return guarded("bench attention", [&] {
     po::variables_map vm;
     if (!parse("bench attention", kUsage, attention_options(), {}, args, vm)) return 0;
-    const Plan plan = read_plan(vm);
     const int threads = vm["threads"].as<int>();
     torch::set_num_threads(threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+    const Plan plan = read_plan(vm);
     attention::CpuAllocationTracker::install();
     print_header(plan);
     const Tally tally = run_cases(plan);

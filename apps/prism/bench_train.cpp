@@ -29,10 +29,13 @@
 #include "prism/ops/cpu_code_paths.h"
 #include "prism/data/dataset.h"
 #include "prism/error.h"
+#include "prism/format.h"
 #include "prism/ops/add_layer_norm.h"
 #include "prism/ops/bias_gelu.h"
 #include "prism/ops/rope.h"
 #include "prism/schedule/cost.h"
+#include "prism/train/cpu_dtype_probe.h"
+#include "prism/train/execution.h"
 #include "prism/train/op_profile.h"
 #include "prism/train/host_memory.h"
 #include "prism/train/optimizer.h"
@@ -153,6 +156,8 @@ struct Settings {
   std::string backend;
   std::string dtype;        // the --dtype given
   std::vector<bool> dtypes;  // bf16? per measured dtype, in order
+  MatmulRates rates;         // this CPU's matmul rates at these threads (cpu_dtype_probe.h)
+  bool bf16_emulated = false;  // bf16 has no fast path here: timed with the fewest steps that give its ratio
   bool with_eager = false, with_compiled = false;
   bool cpu_clock = false;
   bool prism_malloc = false;  // the PyTorch loops under Prism's glibc setting
@@ -296,9 +301,10 @@ const char* kUsage =
     "torch.compile, compilation timed apart) with the same dtype and threads. Prints tokens/s,\n"
     "ratios, and MFU against the matmul peak measured in the same run (best of rounds taken\n"
     "between the timed steps; an MFU above 100% is flagged, not printed as a result).\n\n"
-    "--dtype auto (the default) runs fp32, and bf16 where the CPU multiplies bf16 natively\n"
-    "(AVX512-BF16): elsewhere LibTorch's bf16 matmuls take a fallback far slower than fp32,\n"
-    "and one line says it was skipped. --dtype bf16 or both runs bf16 anyway.\n"
+    "--dtype auto (the default) runs fp32, and bf16 where it has a fast path here (measured:\n"
+    "bf16 matmuls at least 0.25x fp32's; an AVX2-only CPU or a capped ISA emulates bf16 at\n"
+    "0.004-0.08x), and one line says when it was skipped. --dtype bf16 or both times emulated\n"
+    "bf16 anyway, with the fewest steps that give its ratio (1 warm-up, 2 timed) and its ETA.\n"
     "--profile-summary then profiles a few more steps of each arm and prints where the step's\n"
     "time goes: matmuls, attention, casts, norms/activations, loss, optimizer, zeroing,\n"
     "positions (rotary, with --position rope), ...\n"
@@ -340,7 +346,7 @@ po::options_description bench_options() {
       ("seq", po::value<int64_t>()->default_value(256), "sequence length T")
       ("steps", po::value<int>()->default_value(10), "timed steps")
       ("warmup", po::value<int>()->default_value(3), "untimed warm-up steps")
-      ("dtype", po::value<std::string>()->default_value("auto"), "auto | fp32 | bf16 | both (auto: bf16 only with native bf16)")
+      ("dtype", po::value<std::string>()->default_value("auto"), "auto | fp32 | bf16 | both (auto: bf16 only where it has a fast path here, measured)")
       ("backend", po::value<std::string>()->default_value("auto"), "attention back end")
       ("threads", po::value<int>()->default_value(0), "intra-op threads (0: all cores)")
       ("compare", po::value<std::string>()->default_value("eager"),
@@ -398,13 +404,22 @@ std::string choice(const po::variables_map& vm, const std::string& flag, const s
   return v;
 }
 
-// --dtype: fp32 first, then bf16 (auto: bf16 only where the CPU multiplies it natively).
-std::vector<bool> bench_dtypes(const std::string& dt) {
+// --dtype: fp32 first, then bf16 (auto: bf16 only where it has a fast path here, measured).
+std::vector<bool> bench_dtypes(const std::string& dt, bool bf16_emulated) {
   std::vector<bool> dtypes;
   if (dt == "fp32" || dt == "both" || dt == "auto") dtypes.push_back(false);
-  if (dt == "bf16" || dt == "both" || (dt == "auto" && attention::cpu_has_native_bf16())) dtypes.push_back(true);
+  if (dt == "bf16" || dt == "both" || (dt == "auto" && !bf16_emulated)) dtypes.push_back(true);
   if (dtypes.empty()) throw Error("unknown --dtype " + dt, "prism bench train", "use auto, fp32, bf16 or both");
   return dtypes;
+}
+
+// Emulated bf16 runs ~14x slower than fp32 (262 s for 6 cpu-128 steps on an AVX2 EPYC): its
+// block takes the fewest steps that give its ratio, 1 warm-up and 2 timed, a small peak.
+Settings emulated_bf16_settings(Settings s) {
+  s.steps = std::min(s.steps, 2);
+  s.warmup = std::min(s.warmup, 1);
+  s.profile_steps = std::min(s.profile_steps, 1);
+  return s;
 }
 
 // --batch and --seq, else (with --config) the config's micro-batch and sequence length.
@@ -467,7 +482,11 @@ Settings read_settings(const po::variables_map& vm) {
   s.backend = vm["backend"].as<std::string>();
   s.cpu_clock = choice(vm, "clock", {"wall", "cpu"}, "use wall or cpu") == "cpu";
   s.dtype = vm["dtype"].as<std::string>();
-  s.dtypes = bench_dtypes(s.dtype);
+  if (s.dtype != "fp32") {
+    s.rates = cpu_matmul_rates();
+    s.bf16_emulated = bf16_emulated(s.rates, cpu_supports_bf16());
+  }
+  s.dtypes = bench_dtypes(s.dtype, s.bf16_emulated);
   s.profile_steps = vm["profile-summary"].as<bool>() ? std::min(s.steps, 5) : 0;
   s.profile_top = vm["profile-top"].as<int>();
   if (vm.count("profile")) s.profile = vm["profile"].as<std::string>();
@@ -499,9 +518,21 @@ void print_setup(const Settings& s, double flops_per_token) {
   std::cout << fmt::format("host memory: Prism: {}; PyTorch reference: {}\n", keep_freed_host_memory().reason,
                            s.prism_malloc ? fmt::format("GLIBC_TUNABLES={}", kKeepFreedHostMemoryTunables)
                                           : "the C library's defaults (--reference-malloc prism: Prism's setting)");
-  if (s.dtype == "auto" && !attention::cpu_has_native_bf16())
-    std::cout << "bf16: skipped: this CPU has no native bf16 (AVX512-BF16), so LibTorch's bf16 matmuls would run "
-                 "a fallback far slower than fp32; --dtype bf16 runs it anyway\n";
+  const std::string measured = fmt::format("bf16 matmuls ran {:.3g}x fp32's here ({}^3: bf16 {:.3g}, fp32 {:.3g} GFLOP/s)",
+                                           s.rates.bf16_over_fp32(), s.rates.n, s.rates.bf16_gflops, s.rates.fp32_gflops);
+  if (s.dtype == "auto" && s.bf16_emulated)
+    std::cout << "bf16: skipped: no fast bf16 path on this CPU (" << measured
+              << "; LibTorch emulates it); --dtype bf16 or both times it anyway, with the fewest steps\n";
+  if (s.bf16_emulated && std::find(s.dtypes.begin(), s.dtypes.end(), true) != s.dtypes.end()) {
+    const Settings e = emulated_bf16_settings(s);
+    const double step_flops = flops_per_token * static_cast<double>(s.B * s.T);
+    const int arms = 2 + (s.with_eager ? 1 : 0) + (s.with_compiled ? 1 : 0);
+    const double eta = (e.steps + e.warmup) * arms * step_flops / std::max(s.rates.bf16_gflops * 1e9, 1.0);
+    std::cout << fmt::format("bf16: no fast bf16 path on this CPU ({}; LibTorch emulates it): timed with {} steps after "
+                             "{} warm-up and a 256^3 peak, the fewest that give its ratio; ETA of the bf16 block about "
+                             "{} ({} runs x {} steps at the bf16 rate)\n",
+                             measured, e.steps, e.warmup, format_duration(eta), arms, e.steps + e.warmup);
+  }
   std::cout << fmt::format("training FLOPs per token (6N + attention, as nanoGPT counts): {:.3f} GFLOP\n\n", flops_per_token / 1e9);
   std::cout << fmt::format("{:<5} {:<36} {:>10} {:>9} {:>11} {:>11} {:>12}\n", "dtype", "run", "tokens/s", "vs eager",
                            "vs compiled", "vs uniform", "MFU");
@@ -555,9 +586,12 @@ void print_rows(const Settings& s, bool bf16, const References& refs, const Pair
 
 // One dtype: the reference loops, then uniform and Prism taking turns, peak rounds
 // between them; prints its rows and returns its profile summaries (if asked).
-std::vector<std::string> bench_dtype(const Settings& s, bool bf16, double flops_per_token, std::vector<std::string>& notes) {
-  PeakMeter peak(bf16 ? torch::kBFloat16 : torch::kFloat, s.cpu_clock);
-  peak.round(3);
+std::vector<std::string> bench_dtype(const Settings& given, bool bf16, double flops_per_token,
+                                     std::vector<std::string>& notes) {
+  const bool emulated = bf16 && given.bf16_emulated;
+  const Settings s = emulated ? emulated_bf16_settings(given) : given;
+  PeakMeter peak(bf16 ? torch::kBFloat16 : torch::kFloat, s.cpu_clock, emulated ? 256 : 2048);
+  peak.round(emulated ? 1 : 3);
   const References refs = time_references(s, bf16, peak, notes);
   peak.round();
   const std::string trace = s.profile.empty() ? "" : s.profile + (bf16 ? ".bf16.json" : ".fp32.json");

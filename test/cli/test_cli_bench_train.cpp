@@ -147,3 +147,34 @@ TEST_CASE("bench ddp times 2 processes against 1, in fp32 and on bf16 working co
   CHECK_THAT(r.output, Catch::Contains("2 processes, B x T each"));
   CHECK_THAT(r.output, Catch::Contains("throughput:"));
 }
+
+TEST_CASE("where bf16 is emulated the benches leave it out by default, or time it with the fewest steps, saying so",
+          "[cli][bench][dtype]") {
+  // The ISA capped as on an AVX2-only CPU: LibTorch emulates bf16 there (0.004-0.08x fp32's matmul rate).
+  test::TempDir dir("prism-bench-emulated");
+  const std::string env = fmt::format(
+      "PRISM_CACHE_DIR='{}' ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2",
+      dir.file("cache"));
+  const std::string tiny = "--model test-tiny --batch 2 --seq 16 --steps 4 --warmup 2 --threads 1 --compare none";
+  auto a = test::run(fmt::format("{} '{}' bench train {} --dtype auto", env, PRISM_BINARY, tiny));
+  INFO(a.output);
+  REQUIRE(a.exit_code == 0);
+  CHECK_THAT(a.output, Catch::Contains("bf16: skipped: no fast bf16 path on this CPU (bf16 matmuls ran") &&
+                           Catch::Contains("fp32  Prism C++, uniform") && !Catch::Contains("bf16  Prism C++"));
+  auto b = test::run(fmt::format("{} '{}' bench train {} --dtype both", env, PRISM_BINARY, tiny));
+  INFO(b.output);
+  REQUIRE(b.exit_code == 0);
+  CHECK_THAT(b.output, Catch::Contains("timed with 2 steps after 1 warm-up and a 256^3 peak") &&
+                           Catch::Contains("ETA of the bf16 block about") && Catch::Contains("bf16  Prism C++, uniform") &&
+                           Catch::Contains("(256^3 bf16 mm") && Catch::Contains("(2048^3 fp32 mm"));
+  const std::string att = "--T 64 --head-dim 64 --width 128 --tokens 64 --repeat 3 --threads 1 --backends sdpa,fused";
+  auto c = test::run(fmt::format("{} '{}' bench attention {}", env, PRISM_BINARY, att));
+  INFO(c.output);
+  REQUIRE(c.exit_code == 0);
+  CHECK_THAT(c.output, Catch::Contains("bf16: left out: no fast bf16 path on this CPU") && Catch::Contains("ETA: about") &&
+                           Catch::Contains("   64   64  fp32") && !Catch::Contains("   64   64  bf16"));
+  auto d = test::run(fmt::format("{} '{}' bench attention {} --dtype bf16", env, PRISM_BINARY, att));
+  INFO(d.output);
+  REQUIRE(d.exit_code == 0);
+  CHECK_THAT(d.output, Catch::Contains("one timed round per bf16 case") && Catch::Contains("   64   64  bf16"));
+}
