@@ -48,7 +48,11 @@ void write_cache(const std::string& path, const std::string& key, const MatmulRa
 
 // `rounds` rounds of one fp32 and one bf16 n^3 matmul, taking turns (a change in load hits both), after one warm call each.
 MatmulRates rates_at(int64_t m, int64_t k, int64_t n, int rounds) {
-  const auto a = torch::randn({m, k}), b = torch::randn({k, n});
+  // A generator of its own: drawing from the default one would move a run's random stream (dropout,
+  // initialisation) by whether this probe ran or its rates came from the machine cache, and a
+  // resumed run would no longer reproduce the uninterrupted one.
+  auto gen = at::detail::createCPUGenerator(0);
+  const auto a = torch::randn({m, k}, gen), b = torch::randn({k, n}, gen);
   const auto a16 = a.to(torch::kBFloat16), b16 = b.to(torch::kBFloat16);
   torch::mm(a, b);  // warm: first-touch pages, oneDNN's kernel selection
   torch::mm(a16, b16);
