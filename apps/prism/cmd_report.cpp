@@ -5,6 +5,7 @@
 
 #include "cli.h"
 #include "prism/analysis/study_report.h"
+#include "prism/error.h"
 
 namespace prism::cli {
 namespace {
@@ -22,7 +23,9 @@ const char* kUsage =
     "to validation-loss milestones with paired ratios, zero-shot acc/acc_norm with\n"
     "McNemar's test against uniform on the same items, Delta D_l per layer with paired seed\n"
     "intervals and the schedule's transition points, the parameter count from the\n"
-    "checkpoints, and with --bench-steps the tokens/s of each schedule against uniform,\n"
+    "checkpoints, for each comparison its minimum detectable effect at 80% power (and at\n"
+    "Holm's first step), an equivalence test (TOST) against --margin and a verdict from a\n"
+    "fixed vocabulary (better, worse, equivalent, unresolved), and with --bench-steps the tokens/s of each schedule against uniform,\n"
     "measured here by prism bench train (steps taking turns in one process). Writes\n"
     "report.md and one CSV per table (final_loss, paired, milestones, zero_shot,\n"
     "throughput, delta, curves, figures) into --out; the figures report.md links come\n"
@@ -49,7 +52,11 @@ int run(const std::vector<std::string>& args) {
          "measure each schedule's training tokens/s against uniform here with prism bench train, this many timed "
          "steps per arm (0: not measured)")
         ("bench-warmup", po::value<int>()->default_value(3), "untimed warm-up steps per arm of each bench")
-        ("bench-threads", po::value<int>()->default_value(1), "intra-op threads of each bench");
+        ("bench-threads", po::value<int>()->default_value(1), "intra-op threads of each bench")
+        ("margin", po::value<double>(),
+         "equivalence margin in nats for every comparison (default per scale: the paper's effect, gpt2-124m "
+         "0.0144, gpt2-354m and prism-757m 0.0084; 0.01 for other models)")
+        ("power", po::value<double>()->default_value(0.8, "0.8"), "the power the minimum detectable effects are stated at");
     po::positional_options_description pos;
     pos.add("sweep", -1);
     po::variables_map vm;
@@ -63,6 +70,12 @@ int run(const std::vector<std::string>& args) {
     r.bench_steps = vm["bench-steps"].as<int>();
     r.bench_warmup = vm["bench-warmup"].as<int>();
     r.bench_threads = vm["bench-threads"].as<int>();
+    if (vm.count("margin")) {
+      r.margin = vm["margin"].as<double>();
+      if (!(r.margin > 0)) throw Error("--margin must be positive (nats)", "--margin", "e.g. --margin 0.01");
+    }
+    r.power = vm["power"].as<double>();
+    if (!(r.power > 0 && r.power < 1)) throw Error("--power must lie strictly between 0 and 1", "--power", "e.g. --power 0.8");
     const StudyReport report = build_study_report(r);
     for (const auto& n : report.study.notes) std::cerr << "note: " << n << "\n";
     const std::string out = vm["out"].as<std::string>();

@@ -47,6 +47,9 @@ int run(const std::vector<std::string>& args) {
         ("sweep", po::value<std::string>(), "sweep file, or an existing sweep directory")
         ("set", po::value<std::vector<std::string>>()->composing(), "key=value overrides (positional)")
         ("out,o", po::value<std::string>(), "sweep directory (default: sweeps/<sweep name>)")
+        ("pilot", po::value<std::string>(),
+         "with --dry-run: a finished sweep of the same setting whose Prism - uniform sd (paired by seed) plans the "
+         "seeds: the detectable effect of this grid's seeds and the seeds the target effect needs, with their cost")
         ("dry-run", po::bool_switch(),
          "print the trials (count, names, schedules, FLOPs) and the ETA here, from one training step of each "
          "setup timed on this machine, and exit; trains nothing")
@@ -79,6 +82,7 @@ int run(const std::vector<std::string>& args) {
     r.force = vm["force"].as<bool>();
     r.print_config = vm["print-config"].as<bool>();
     r.dry_run = vm["dry-run"].as<bool>();
+    if (vm.count("pilot")) r.pilot = vm["pilot"].as<std::string>();
     r.collect = vm["collect"].as<bool>();
     if (vm.count("task-index")) r.task_index = vm["task-index"].as<int>();
     r.rung = vm["rung"].as<int>();

@@ -58,3 +58,32 @@ TEST_CASE("stats: p-values, Holm's adjustment and McNemar's exact test by hand",
   CHECK(mcnemar_exact_p(5, 5) == 1.0);
   CHECK(mcnemar_exact_p(0, 0) == 1.0);
 }
+
+TEST_CASE("stats: power, minimum detectable effects, pairs needed and TOST against statsmodels", "[analysis][stats]") {
+  // The standardised effect with power 0.8, from scipy 1.17.1: brentq (xtol 1e-14) on
+  // nct.sf(t_crit, n-1, d sqrt n) + nct.cdf(-t_crit, n-1, d sqrt n). statsmodels' TTestPower().solve_power
+  // gives the same to its root finder's tolerance (1.4345451 for n=6: scipy's power there is 0.80000019).
+  CHECK(min_detectable_effect(1.0, 3, 0.05) == Approx(3.264043549699571).epsilon(1e-8));
+  CHECK(min_detectable_effect(1.0, 6, 0.05) == Approx(1.4345447820404011).epsilon(1e-8));
+  CHECK(min_detectable_effect(1.0, 6, 0.01) == Approx(2.1093485146611384).epsilon(1e-8));
+  CHECK(min_detectable_effect(1.0, 16, 0.05) == Approx(0.7494656445135548).epsilon(1e-8));
+  CHECK(min_detectable_effect(0.013, 6, 0.05) == Approx(0.013 * 1.4345447820404011).epsilon(1e-8));  // scales with sd
+  CHECK(min_detectable_effect(1.0, 6, 0.05) == Approx(1.4345451395119289).epsilon(1e-6));  // statsmodels 0.15.0
+  for (const int n : {3, 6, 16}) CHECK(paired_t_power(min_detectable_effect(1.0, n, 0.05), 1.0, n, 0.05) == Approx(0.8).margin(1e-9));
+  // TTestPower().power(effect_size=0.5, nobs=10, alpha=0.05).
+  CHECK(paired_t_power(0.5, 1.0, 10, 0.05) == Approx(0.2931756065140767).epsilon(1e-7));
+  CHECK(paired_t_power(-0.5, 1.0, 10, 0.05) == Approx(0.2931756065140767).epsilon(1e-7));  // two-sided
+  CHECK(paired_t_power(0.0, 1.0, 10, 0.05) == Approx(0.05));
+  // solve_power(effect_size=0.01/0.013, alpha=0.05, power=0.8) = 15.30 pairs: 16 are needed.
+  CHECK(pairs_for_effect(0.01, 0.013, 0.05) == 16);
+  CHECK(paired_t_power(0.01, 0.013, 16, 0.05) >= 0.8);
+  CHECK(paired_t_power(0.01, 0.013, 15, 0.05) < 0.8);
+  CHECK(pairs_for_effect(0.01, 0.013, 0.05, 0.8, 10) == -1);  // not within the cap
+  CHECK(std::isnan(min_detectable_effect(0.0, 6, 0.05)));
+  CHECK(std::isnan(min_detectable_effect(0.01, 1, 0.05)));
+  // statsmodels' ttost_paired(x, 0, -m, m)[0]: the larger one-sided p.
+  const std::vector<double> x{0.004, -0.002, 0.001, 0.003, -0.001, 0.0005};
+  CHECK(tost_p_value(x, 0.01) == Approx(9.801539453141832e-05).epsilon(1e-6));
+  CHECK(tost_p_value(x, 0.002) == Approx(0.14938823001073437).epsilon(1e-7));
+  CHECK(std::isnan(tost_p_value({0.001}, 0.01)));
+}

@@ -163,8 +163,30 @@ TEST_CASE("study report statistics against scipy: paired loss and Delta D_l inte
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.output, Catch::Contains("ok "));
 
+  // A margin of 0.05 nats: the same runs, now with equivalence verdicts, recomputed by the reference too.
+  TempDir wide_dir("prism-study-stats-wide");
+  std::mt19937 rng2(7);
+  ReportOptions wide = o;
+  wide.margin = 0.05;
+  StudyReport wide_rep = build_study_report(make_study(design(), rng2), wide);
+  write_study_report(wide_rep, wide_dir.path());
+  json wide_spec = spec_of(wide_rep.study, o.confidence);
+  wide_spec["margin"] = 0.05;
+  write_file(wide_dir.file("spec.json"), wide_spec.dump());
+  auto rw = run_reference("study_stats_reference.py", wide_dir.file("spec.json") + " " + wide_dir.path());
+  INFO(rw.output);
+  CHECK(rw.exit_code == 0);
+  const auto wide_loss = read_csv(wide_dir.file("final_loss.csv"));
+  CHECK(cell(wide_loss, "2,4", "verdict") == "equivalent");
+  CHECK(cell(wide_loss, "2,4", "margin") == "0.05");
+  CHECK_THAT(read_file(wide_dir.file("report.md")),
+             Catch::Contains("### Power, equivalence and verdicts") && Catch::Contains("**equivalent within ±0.0500**"));
+
   // The Welch configuration says so, with its run counts; the paired ones with their seeds.
   auto loss = read_csv(dir.file("final_loss.csv"));
+  CHECK(cell(loss, "4,2", "verdict") != "");  // a Welch comparison has a verdict too (no TOST: better, worse or unresolved)
+  CHECK(cell(loss, "4,2", "tost_p") == "");
+  CHECK(cell(loss, "uniform", "verdict") == "");
   CHECK(cell(loss, "4,2", "diff_method") == "welch");
   CHECK(cell(loss, "4,2", "diff_runs") == "3");
   CHECK(cell(loss, "4,2", "diff_baseline_runs") == "5");
@@ -267,4 +289,17 @@ TEST_CASE("prism bench train's table is read for the report's throughput", "[ana
   CHECK(bench_command(q, "prism") ==
         "prism bench train --model cpu-128 --vocab 4096 --heads 1x2,4x4 --batch 16 --seq 128 --dtype fp32 "
         "--threads 1 --steps 20 --warmup 3 --clock cpu --compare none");
+}
+
+TEST_CASE("study report verdicts come from the numbers, in a fixed vocabulary", "[analysis][report][stats]") {
+  CHECK(comparison_verdict(-0.02, 0.001, 0.9, 0.05) == "better");
+  CHECK(comparison_verdict(+0.02, 0.001, 0.9, 0.05) == "worse");
+  CHECK(comparison_verdict(+0.001, 0.6, 0.01, 0.05) == "equivalent");
+  CHECK(comparison_verdict(+0.001, 0.6, 0.2, 0.05) == "unresolved");
+  CHECK(comparison_verdict(+0.001, std::nan(""), std::nan(""), 0.05) == "unresolved");
+  // A significant difference inside the margin is still a difference.
+  CHECK(comparison_verdict(-0.001, 0.01, 0.001, 0.05) == "better");
+  CHECK(default_margin("gpt2-124m") == 0.0144);
+  CHECK(default_margin("prism-757m") == 0.0084);
+  CHECK(default_margin("cpu-128") == 0.01);
 }

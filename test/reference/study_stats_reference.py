@@ -14,7 +14,12 @@ numpy and scipy from the report's inputs and compared with its CSV tables:
     between evaluations; per seed the ratio to the uniform run's; the geometric
     mean and the exponentiated t-interval of the log ratios;
   - zero-shot: per seed pair on the same items, the items only one side got right
-    (acc_norm), summed; McNemar's exact test is scipy.stats.binomtest(b, b + c).
+    (acc_norm), summed; McNemar's exact test is scipy.stats.binomtest(b, b + c);
+  - per paired loss difference: the sd of the differences, the minimum detectable effect
+    at 80% power (exact, from scipy's noncentral t) at alpha and at alpha / m (Holm's first
+    step), the TOST p against the margin (two one-sided scipy t-tests) with Holm over the
+    report's TOSTs, and the verdict (better/worse by the Holm p, else equivalent by the
+    Holm TOST p, else unresolved).
 
     python study_stats_reference.py INPUT.json REPORT_DIR
 
@@ -29,6 +34,7 @@ import sys
 
 import numpy as np
 from scipy import stats
+from scipy.optimize import brentq
 
 checks = 0
 failures = []
@@ -126,6 +132,57 @@ def main():
             p = stats.ttest_ind(a, b, equal_var=False).pvalue
             expected[cfg["schedule"]] = ("welch", np.mean(a) - np.mean(b), lo, hi, p)
         loss_p.append(p)
+    # Power and equivalence of the paired differences: exact power from the noncentral t
+    # (scipy.stats.nct, solved with brentq), TOST from two one-sided scipy t-tests, Holm over
+    # the TOSTs, and the verdict rule.
+    alpha = 1 - c
+    margin = spec.get("margin", 0.01)
+    tests = sum(1 for p in loss_p if not math.isnan(p))
+    tost_p = []
+    for cfg in prisms:
+        pairs = [(r["final"], base_by_seed[r["seed"]]["final"]) for r in cfg["runs"] if r["seed"] in base_by_seed]
+        if len(pairs) >= 2:
+            d = np.array([a - b for a, b in pairs])
+            p_low = stats.ttest_1samp(d + margin, 0.0, alternative="greater").pvalue
+            p_high = stats.ttest_1samp(d - margin, 0.0, alternative="less").pvalue
+            tost_p.append(max(p_low, p_high))
+        else:
+            tost_p.append(math.nan)
+    tost_holm = holm(tost_p)
+
+    def mde(sd, n, a, power=0.8):
+        df = n - 1
+        crit = stats.t.ppf(1 - a / 2, df)
+
+        def pw(e):
+            lower = stats.nct.cdf(-crit, df, e * math.sqrt(n))  # below 1e-6 here; scipy gives NaN far in this tail
+            return stats.nct.sf(crit, df, e * math.sqrt(n)) + (0.0 if math.isnan(lower) else lower)
+        hi = 1.0
+        while pw(hi) < power:  # bracket the root: scipy's nct is NaN far out in the tail
+            hi *= 2
+        return brentq(lambda e: pw(e) - power, 1e-9, hi, xtol=1e-14) * sd
+
+    for cfg, ph, tp, th in zip(prisms, holm(loss_p), tost_p, tost_holm):
+        row = loss_rows[cfg["schedule"]]
+        method, mean = expected[cfg["schedule"]][0], expected[cfg["schedule"]][1]
+        close(f"{cfg['schedule']} tost_p", row["tost_p"], tp)
+        close(f"{cfg['schedule']} tost_p_holm", row["tost_p_holm"], th)
+        close(f"{cfg['schedule']} margin", row["margin"], margin)
+        if method == "paired":
+            pairs = [(r["final"], base_by_seed[r["seed"]]["final"]) for r in cfg["runs"] if r["seed"] in base_by_seed]
+            d = np.array([a - b for a, b in pairs])
+            sd = d.std(ddof=1)
+            close(f"{cfg['schedule']} diff_sd", row["diff_sd"], sd)
+            close(f"{cfg['schedule']} mde", row["mde"], mde(sd, len(d), alpha), tol=1e-7)
+            close(f"{cfg['schedule']} mde_holm", row["mde_holm"], mde(sd, len(d), alpha / tests), tol=1e-7)
+        if not math.isnan(ph) and ph < alpha:
+            want = "better" if mean < 0 else "worse"
+        elif not math.isnan(th) and th < alpha:
+            want = "equivalent"
+        else:
+            want = "unresolved"
+        equal(f"{cfg['schedule']} verdict", row["verdict"], want)
+
     for cfg, ph in zip(prisms, holm(loss_p)):
         method, mean, lo, hi, p = expected[cfg["schedule"]]
         row = loss_rows[cfg["schedule"]]

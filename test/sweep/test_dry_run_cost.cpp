@@ -11,7 +11,9 @@
 
 #include "prism/data/prepare.h"
 #include "prism/model/gpt.h"
+#include "prism/analysis/stats.h"
 #include "prism/sweep/dry_run.h"
+#include "prism/sweep/index.h"
 #include "prism/sweep/plan.h"
 #include "small_corpus.h"
 #include "support.h"
@@ -109,4 +111,61 @@ TEST_CASE("a sweep's dry run gives its ETA from a step measured on this machine"
     const std::string none = format_measured_eta(gpu, 1, 1);
     CHECK_THAT(none, Catch::Contains("which this machine lacks") && Catch::Contains("ETA here: none"));
   }
+}
+
+TEST_CASE("a sweep's dry run plans its seeds: detectable effect, seeds for the target, their cost", "[sweep][config][stats]") {
+  TempDir dir("prism-dry-run-power");
+  REQUIRE(prepare_small_corpus(dir, 300).vocab_size == 300);
+  const std::string base = fmt::format("model: {{preset: test-tiny}}\ndata: {{dir: '{}'}}\n"
+                                       "train: {{max_steps: 4, batch_size: 2, seq_len: 16, dtype: fp32, eval_every: 0, "
+                                       "eval_tokens: 64, distance_every: 0, checkpoint_every: 0, log_every: 2}}\n",
+                                       dir.file("data"));
+  // Stated: sd 0.013 with its source; 6 seeds of 2 schedules against uniform.
+  write_file(dir.file("stated.yaml"),
+             base + "sweep:\n  power: {sd: 0.013, source: 'a pilot of 6 seeds'}\n  grid:\n"
+                    "    schedule.heads: [[2, 4], [1, 4]]\n    train.seed: [0, 1, 2, 3, 4, 5]\n");
+  const SweepPlan stated = plan_sweep(dir.file("stated.yaml"));
+  const std::string text = format_power_plan(stated, "");
+  INFO(text);
+  CHECK_THAT(text, Catch::Contains("2 comparisons against uniform, Holm's first step at 0.025") &&
+                       Catch::Contains("0.0130 nats, as sweep.power states (source: a pilot of 6 seeds)"));
+  CHECK_THAT(text, Catch::Contains(fmt::format("with this grid's 6 seeds: detects {:.4f} nats ({:.4f} at Holm's first step)",
+                                               min_detectable_effect(0.013, 6, 0.05), min_detectable_effect(0.013, 6, 0.025))));
+  CHECK(min_detectable_effect(0.013, 6, 0.05) == Approx(0.013 * 1.4345451395119289));  // statsmodels' solve_power
+  const int n = pairs_for_effect(0.01, 0.013, 0.05), nh = pairs_for_effect(0.01, 0.013, 0.025);
+  CHECK(n == 16);
+  CHECK_THAT(text, Catch::Contains(fmt::format("to detect 0.0100 nats (the CPU study's target; no paper scale): {} seeds (", n)) &&
+                       Catch::Contains(fmt::format("; {} at Holm's first step (", nh)) &&
+                       Catch::Contains("this grid's 6 seeds are fewer than the 16 the target needs"));
+  // Without an sd it says so, and how to give one.
+  write_file(dir.file("none.yaml"), base + "sweep:\n  grid:\n    schedule.heads: [[2, 4]]\n    train.seed: [0, 1]\n");
+  CHECK_THAT(format_power_plan(plan_sweep(dir.file("none.yaml")), ""), Catch::Contains("no sd of Prism - uniform") &&
+                                                                           Catch::Contains("--pilot DIR"));
+  // An sd without its source is refused, naming the key.
+  write_file(dir.file("bad.yaml"), base + "sweep:\n  power: {sd: 0.01}\n  grid:\n    schedule.heads: [[2, 4]]\n");
+  CHECK_THROWS_WITH(plan_sweep(dir.file("bad.yaml")), Catch::Contains("sweep.power.sd without sweep.power.source"));
+
+  // Measured: a finished pilot of 3 seeds; its sd is the paired sd of its final losses.
+  auto r = run_prism(fmt::format("sweep {} --out {}", dir.file("none.yaml"), dir.file("pilot")) +
+                     " \"sweep.grid.train.seed=[0,1,2]\"");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const SweepPlan pilot = plan_from_yaml(dir.file("pilot/sweep.yaml"));
+  std::map<std::string, std::map<uint64_t, double>> loss;
+  for (const auto& o : collect_outcomes(pilot, dir.file("pilot"), {})) loss[o.trial->group][o.trial->seed] = o.final_val;
+  std::string uniform;
+  for (const auto& t : pilot.trials)
+    if (t.baseline) uniform = t.group;
+  std::vector<double> d;
+  for (const auto& t : pilot.trials)
+    if (!t.baseline) d.push_back(loss[t.group][t.seed] - loss[uniform][t.seed]);
+  REQUIRE(d.size() == 3);
+  const PairedSd p = pilot_paired_sd(dir.file("pilot"));
+  CHECK(p.comparisons == 1);
+  CHECK(p.pairs == 3);
+  CHECK(p.sd == Approx(sample_sd(d)).epsilon(1e-12));
+  const std::string measured = format_power_plan(stated, dir.file("pilot"));
+  CHECK_THAT(measured, Catch::Contains(fmt::format("{:.4f} nats, measured in the pilot {} (1 comparison, 3 pairs", p.sd,
+                                                   dir.file("pilot"))));
+  CHECK_THROWS_WITH(pilot_paired_sd(dir.path()), Catch::Contains("not a sweep directory"));
 }

@@ -1,6 +1,7 @@
 #include "prism/analysis/stats.h"
 
 #include <boost/math/distributions/binomial.hpp>
+#include <boost/math/distributions/non_central_t.hpp>
 #include <boost/math/distributions/students_t.hpp>
 
 #include <algorithm>
@@ -99,6 +100,55 @@ std::vector<double> holm_adjust(const std::vector<double>& p) {
     out[order[k]] = running;
   }
   return out;
+}
+
+double paired_t_power(double effect, double sd, int n, double alpha) {
+  if (n < 2 || !(sd > 0) || !std::isfinite(sd) || !std::isfinite(effect) || !(alpha > 0 && alpha < 1)) return kNaN;
+  const double df = n - 1;
+  const double crit = boost::math::quantile(boost::math::students_t(df), 1 - alpha / 2);
+  const double nc = std::abs(effect) / sd * std::sqrt(static_cast<double>(n));
+  if (nc == 0) return alpha;
+  const boost::math::non_central_t dist(df, nc);
+  return boost::math::cdf(boost::math::complement(dist, crit)) + boost::math::cdf(dist, -crit);
+}
+
+double min_detectable_effect(double sd, int n, double alpha, double power) {
+  if (!std::isfinite(paired_t_power(sd, sd, n, alpha)) || !(power > alpha && power < 1)) return kNaN;
+  // Power rises with the standardised effect d: bisect it on [0, hi].
+  double lo = 0, hi = 1;
+  while (paired_t_power(hi, 1.0, n, alpha) < power) hi *= 2;
+  for (int i = 0; i < 200 && hi - lo > 1e-12 * hi; ++i) {
+    const double mid = (lo + hi) / 2;
+    (paired_t_power(mid, 1.0, n, alpha) < power ? lo : hi) = mid;
+  }
+  return hi * sd;
+}
+
+int pairs_for_effect(double effect, double sd, double alpha, double power, int max_n) {
+  if (!std::isfinite(paired_t_power(effect, sd, 2, alpha)) || effect == 0 || !(power > alpha && power < 1)) return -1;
+  // Power rises with n: double, then bisect.
+  int hi = 2;
+  while (paired_t_power(effect, sd, hi, alpha) < power) {
+    if (hi >= max_n) return -1;
+    hi = std::min(max_n, hi * 2);
+  }
+  int lo = std::max(2, hi / 2);
+  if (paired_t_power(effect, sd, lo, alpha) >= power) return lo;
+  while (hi - lo > 1) {
+    const int mid = lo + (hi - lo) / 2;
+    (paired_t_power(effect, sd, mid, alpha) < power ? lo : hi) = mid;
+  }
+  return hi;
+}
+
+double tost_p_value(const std::vector<double>& x, double margin) {
+  if (x.size() < 2 || !(margin > 0)) return kNaN;
+  const double m = mean_of(x), se = mean_stderr(x);
+  if (se == 0) return std::abs(m) < margin ? 0.0 : 1.0;
+  const boost::math::students_t dist(static_cast<double>(x.size() - 1));
+  const double p_low = boost::math::cdf(boost::math::complement(dist, (m + margin) / se));  // H0: mean <= -margin
+  const double p_high = boost::math::cdf(dist, (m - margin) / se);                         // H0: mean >= margin
+  return std::max(p_low, p_high);
 }
 
 double mcnemar_exact_p(int64_t b, int64_t c) {

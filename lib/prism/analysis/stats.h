@@ -41,6 +41,22 @@ double welch_p_value(const std::vector<double>& a, const std::vector<double>& b)
 // where the adjusted p < alpha keeps the family-wise error rate at alpha.
 std::vector<double> holm_adjust(const std::vector<double>& p);
 
+// Power of the two-sided one-sample t-test at level `alpha` (paired differences over n
+// pairs) when the true mean is `effect` and the differences' sd is `sd`: P(|T| >
+// t_{1-alpha/2, n-1}) with T noncentral t (n - 1 df, noncentrality effect / sd * sqrt(n)),
+// as statsmodels' TTestPower computes it. NaN below 2 pairs or without a positive sd.
+double paired_t_power(double effect, double sd, int n, double alpha);
+// The minimum detectable effect: the |mean| that test detects with probability `power`
+// (TTestPower().solve_power(nobs=n, alpha, power) times sd). NaN where the power is NaN.
+double min_detectable_effect(double sd, int n, double alpha, double power = 0.8);
+// The fewest pairs (>= 2) at which the test detects `effect` with probability `power`;
+// -1 when not within `max_n` (or the inputs leave it undefined).
+int pairs_for_effect(double effect, double sd, double alpha, double power = 0.8, int max_n = 1000000);
+// Two one-sided tests (TOST) of equivalence within +-margin for the mean of x (paired
+// differences: statsmodels' ttost_paired): the larger of the p-values of mean <= -margin
+// and mean >= margin; below alpha, the mean lies within the margin. NaN below 2 samples.
+double tost_p_value(const std::vector<double>& x, double margin);
+
 // McNemar's exact two-sided test for paired right/wrong outcomes: b items only
 // the first model got right, c only the second. The p-value is the binomial
 // test of b out of b + c at 1/2 (scipy.stats.binomtest(b, b + c).pvalue); 1 when

@@ -60,7 +60,7 @@ std::vector<std::pair<uint64_t, std::pair<double, double>>> by_seed(const StudyC
   return out;
 }
 
-PairedDiff loss_difference(const StudyConfig& c, const StudyConfig& base, double confidence) {
+PairedDiff loss_difference(const StudyConfig& c, const StudyConfig& base, double confidence, double margin) {
   PairedDiff d;
   d.seeds = by_seed(c, base, [](const StudyRun& r) { return r.final_val(); });
   d.pairs = static_cast<int>(d.seeds.size());
@@ -74,12 +74,16 @@ PairedDiff loss_difference(const StudyConfig& c, const StudyConfig& base, double
   d.runs = static_cast<int>(a.size());
   d.baseline_runs = static_cast<int>(b.size());
   d.p = d.p_holm = kNaN;
+  d.sd = d.mde = d.mde_holm = d.tost_p = d.tost_p_holm = kNaN;
+  d.margin = margin;
   d.ci = {kNaN, kNaN};
   if (d.pairs >= 2) {
     d.method = "paired";
     d.mean = mean_of(diffs);
     d.ci = mean_interval(diffs, confidence);
     d.p = mean_p_value(diffs);
+    d.sd = sample_sd(diffs);
+    d.tost_p = tost_p_value(diffs, margin);
   } else if (a.size() >= 2 && b.size() >= 2) {
     d.method = "welch";  // fewer than 2 seeds pair up: the runs of each side, unpaired
     d.mean = mean_of(a) - mean_of(b);
@@ -415,6 +419,30 @@ void holm_family(const std::vector<std::pair<const double*, double*>>& family) {
   for (size_t i = 0; i < family.size(); ++i) *family[i].second = adjusted[i];
 }
 
+// After Holm: each loss difference's detectable effects (at alpha and at Holm's first step,
+// alpha / m over the report's m loss tests), its TOST p adjusted over the report's TOSTs, and its verdict.
+void power_and_verdicts(StudyReport& rep) {
+  const double alpha = 1 - rep.options.confidence;
+  std::vector<PairedDiff*> diffs;
+  for (auto& s : rep.scales)
+    for (auto& cr : s.configs)
+      if (cr.diff) diffs.push_back(&*cr.diff);
+  int tests = 0;
+  std::vector<double> tost;
+  for (const PairedDiff* d : diffs) {
+    tests += std::isfinite(d->p) ? 1 : 0;
+    tost.push_back(d->tost_p);
+  }
+  const std::vector<double> tost_holm = holm_adjust(tost);
+  for (size_t i = 0; i < diffs.size(); ++i) {
+    PairedDiff& d = *diffs[i];
+    d.tost_p_holm = tost_holm[i];
+    d.mde = min_detectable_effect(d.sd, d.pairs, alpha, rep.options.power);
+    d.mde_holm = min_detectable_effect(d.sd, d.pairs, alpha / std::max(tests, 1), rep.options.power);
+    d.verdict = comparison_verdict(d.mean, d.p_holm, d.tost_p_holm, alpha);
+  }
+}
+
 void adjust_report(StudyReport& rep) {
   std::vector<std::pair<const double*, double*>> loss, zero, delta, delta_norm;
   for (auto& s : rep.scales)
@@ -430,6 +458,7 @@ void adjust_report(StudyReport& rep) {
       }
     }
   for (const auto* family : {&loss, &zero, &delta, &delta_norm}) holm_family(*family);
+  power_and_verdicts(rep);
 }
 
 }  // namespace
@@ -448,6 +477,14 @@ std::string report_slug(const std::string& text) {
   }
   while (!out.empty() && out.back() == '-') out.pop_back();
   return out.empty() ? "x" : out;
+}
+
+double default_margin(const std::string& scale_label) { return paper_effect_nats(scale_label); }
+
+std::string comparison_verdict(double mean, double p_holm, double tost_p_holm, double alpha) {
+  if (std::isfinite(p_holm) && p_holm < alpha) return mean < 0 ? "better" : "worse";
+  if (std::isfinite(tost_p_holm) && tost_p_holm < alpha) return "equivalent";
+  return "unresolved";
 }
 
 std::string confidence_percent(double confidence) { return fmt::format("{:.10g}%", confidence * 100); }
@@ -481,7 +518,9 @@ StudyReport build_study_report(Study study, const ReportOptions& o) {
       cr.config = &c;
       cr.baseline = c.uniform ? nullptr : sc.baseline_of(c);
       cr.loss = loss_summary(c, o.confidence);
-      if (cr.baseline) cr.diff = loss_difference(c, *cr.baseline, o.confidence);
+      if (cr.baseline)
+        cr.diff = loss_difference(c, *cr.baseline, o.confidence,
+                                  std::isfinite(o.margin) ? o.margin : default_margin(sc.label));
       cr.milestones = milestones(c, cr.baseline, s.levels, o.confidence);
       cr.tasks = task_scores(c, cr.baseline, s.tasks);
       cr.throughput = measure_throughput(c, cr.baseline, o);
@@ -507,7 +546,8 @@ struct ReportTables {
     loss.columns = {"scale", "schedule", "heads", "settings", "parameters", "seeds", "val_loss_mean", "val_loss_ci_lo",
                     "val_loss_ci_hi", "val_loss_sd_seeds", "val_loss_se_run", "unigram_val_loss", "diff_vs_uniform",
                     "diff_ci_lo", "diff_ci_hi", "diff_p", "diff_p_holm", "diff_method", "diff_pairs", "diff_runs",
-                    "diff_baseline_runs", "confidence"};
+                    "diff_baseline_runs", "confidence", "diff_sd", "power", "mde", "mde_holm", "margin", "tost_p",
+                    "tost_p_holm", "verdict"};
     paired.columns = {"scale", "schedule", "settings", "seed", "val_loss", "uniform_val_loss", "diff", "unigram_val_loss"};
     miles.columns = {"scale", "schedule", "settings", "milestone", "level", "reached", "runs", "steps", "steps_ci_lo",
                      "steps_ci_hi", "tokens", "steps_ratio_to_uniform", "ratio_ci_lo", "ratio_ci_hi", "ratio_pairs",
@@ -552,7 +592,10 @@ std::vector<std::pair<std::string, Table>> report_tables(const StudyReport& rep)
                 cr.loss.ci.lo, cr.loss.ci.hi, cr.loss.sd, cr.loss.val_se, u, d ? cr.diff->mean : kNaN,
                 d ? cr.diff->ci.lo : kNaN, d ? cr.diff->ci.hi : kNaN, d ? cr.diff->p : kNaN, d ? cr.diff->p_holm : kNaN,
                 d ? cr.diff->method : std::string(), int64_t(d ? cr.diff->pairs : 0),
-                int64_t(d ? cr.diff->runs : 0), int64_t(d ? cr.diff->baseline_runs : 0), conf});
+                int64_t(d ? cr.diff->runs : 0), int64_t(d ? cr.diff->baseline_runs : 0), conf,
+                d ? cr.diff->sd : kNaN, rep.options.power, d ? cr.diff->mde : kNaN, d ? cr.diff->mde_holm : kNaN,
+                d ? cr.diff->margin : kNaN, d ? cr.diff->tost_p : kNaN, d ? cr.diff->tost_p_holm : kNaN,
+                d ? cr.diff->verdict : std::string()});
       if (d)
         for (const auto& [seed, v] : cr.diff->seeds)
           paired.add({sc.label, c.schedule, c.settings, int64_t(seed), v.first, v.second, v.first - v.second, u});

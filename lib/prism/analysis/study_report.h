@@ -22,6 +22,7 @@
 // Attention distance is the project's own definition (the paper gives no
 // formula); the report says so. The numbers become tables (CSV) and a markdown
 // page; scripts/plot/study_report.py draws the figures the page links.
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -46,7 +47,22 @@ struct ReportOptions {
   int bench_warmup = 3;
   int bench_threads = 1;          // the CPU study trains one thread per run
   std::string prism;              // the binary the bench runs ("": this one)
+  // The equivalence margin in nats (two one-sided tests of |Prism - uniform| < margin); NaN:
+  // default_margin() of each scale.
+  double margin = std::numeric_limits<double>::quiet_NaN();
+  double power = 0.8;             // the power the minimum detectable effects are stated at
 };
+
+// The paper's effect at a scale, the default equivalence margin: gpt2-124m 0.0144 nats
+// (3.3748 - 3.3604), prism-757m 0.0084 (2.8106 - 2.8022), gpt2-354m 0.0084 (the paper gives
+// none there: the smaller of the two), any other model 0.01 (the CPU study's target).
+double default_margin(const std::string& scale_label);
+
+// A comparison's verdict from its numbers, in a fixed vocabulary: "better" or "worse" where
+// the Holm-adjusted p of the difference is below alpha (lower loss is better), else
+// "equivalent" where the Holm-adjusted TOST p is below alpha (within +-margin), else
+// "unresolved" (the interval holds 0 and a difference the size of the margin).
+std::string comparison_verdict(double mean, double p_holm, double tost_p_holm, double alpha);
 
 struct LossSummary {
   int seeds = 0;
@@ -64,6 +80,12 @@ struct PairedDiff {
   double p = 0;                   // two-sided p-value (paired t-test or Welch's), nominal; NaN: none
   double p_holm = 0;              // Holm-adjusted over every loss difference of the report
   std::vector<std::pair<uint64_t, std::pair<double, double>>> seeds;  // seed -> (this, uniform)
+  // Power and equivalence (paired differences only; NaN otherwise):
+  double sd = 0;                  // sd of the paired differences
+  double mde = 0, mde_holm = 0;   // detected with the report's power at alpha, and at alpha / m (Holm's first step)
+  double margin = 0;              // the equivalence margin, nats
+  double tost_p = 0, tost_p_holm = 0;  // two one-sided tests of |difference| < margin; Holm over the report's TOSTs
+  std::string verdict;            // comparison_verdict()
 };
 
 struct MilestoneCell {

@@ -196,6 +196,34 @@ void main_table(std::ostringstream& md, const ScaleReport& s, double alpha) {
   md << "\nUnigram baseline: " << unigram_text(*s.scale) << ".\n\n";
 }
 
+// Per comparison: what it can detect, the equivalence test and the verdict its numbers give.
+void verdict_table(std::ostringstream& md, const ScaleReport& s, double alpha, double power) {
+  bool any = false;
+  for (const auto& cr : s.configs) any = any || cr.diff.has_value();
+  if (!any) return;
+  md << fmt::format("### Power, equivalence and verdicts\n\n"
+                    "Minimum detectable effect (MDE): the difference a two-sided paired t-test at {0} detects with "
+                    "{1:.0f}% power, from the noncentral t distribution with the observed sd of the paired "
+                    "differences, at {0} and at Holm's first step (the level the smallest of the report's loss "
+                    "p-values must pass). Equivalence: two one-sided tests (TOST) of |Δ| < margin, Holm-adjusted "
+                    "over the report's TOSTs. Verdict: **better** or **worse** where Δ's Holm-adjusted p is below "
+                    "{0}; else **equivalent** within ±margin where the TOST's is; else **unresolved**: the data "
+                    "hold both no difference and one the size of the margin.\n\n",
+                    report_p(alpha), power * 100);
+  md << "| schedule | pairs | sd of Δ | MDE | MDE at Holm's first step | margin | TOST p (Holm) | verdict |\n"
+        "|---|---|---|---|---|---|---|---|\n";
+  for (const auto& cr : s.configs) {
+    if (!cr.diff) continue;
+    const PairedDiff& d = *cr.diff;
+    const std::string verdict = d.verdict == "equivalent" ? fmt::format("equivalent within ±{}", num(d.margin, 4))
+                                                          : d.verdict;
+    md << fmt::format("| {} | {} | {} | {} | {} | ±{} | {} | **{}** |\n", row_label(*cr.config), d.pairs,
+                      num(d.sd, 4), num(d.mde, 4), num(d.mde_holm, 4), num(d.margin, 4),
+                      p_cell(d.tost_p, d.tost_p_holm, alpha), verdict);
+  }
+  md << "\n";
+}
+
 void milestone_table(std::ostringstream& md, const ScaleReport& s, const std::string& pct) {
   md << "### Validation-loss milestones\n\n";
   if (s.levels.empty()) {
@@ -376,6 +404,7 @@ std::string report_markdown(const StudyReport& rep) {
     md << fmt::format("### Final validation loss{}{} ({} intervals)\n\n", s.tasks.empty() ? "" : ", zero-shot accuracy",
                       any_throughput(s) ? " and throughput" : "", pct);
     main_table(md, s, alpha);
+    verdict_table(md, s, alpha, rep.options.power);
     md << fmt::format("![Validation loss, {}]({})\n\n", sc.label, report_figure("loss", sc, nullptr));
     milestone_table(md, s, pct);
     position_table(md, s, pct);

@@ -77,4 +77,10 @@ void require_rope_head_widths(const ModelConfig& m, const std::vector<int>& head
                   where, "choose head counts that leave an even head width, or model.position: learned");
 }
 
+double paper_effect_nats(const std::string& preset) {
+  if (preset == "gpt2-124m") return 0.0144;
+  if (preset == "prism-757m" || preset == "gpt2-354m") return 0.0084;
+  return 0.01;
+}
+
 }  // namespace prism

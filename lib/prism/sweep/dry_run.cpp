@@ -5,14 +5,26 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "prism/analysis/stats.h"
 #include "prism/config/config.h"
+#include "prism/config/model_config.h"
+#include "prism/error.h"
 #include "prism/format.h"
 #include "prism/schedule/cost.h"
 #include "prism/train/cpu_dtype_probe.h"
 #include "prism/train/step_probe.h"
 #include "prism/sweep/halving.h"
+#include "prism/sweep/index.h"
 #include "prism/sweep/plan.h"
 #include "prism/sweep/sweep.h"
+
+namespace fs = std::filesystem;
 
 namespace prism {
 namespace {
@@ -64,7 +76,7 @@ std::string not_measurable(const Config& c, double step_flops) {
 
 }  // namespace
 
-std::string format_measured_eta(const SweepPlan& plan, int jobs, int threads) {
+std::string format_measured_eta(const SweepPlan& plan, int jobs, int threads, double* eta_s) {
   struct Setup {
     std::string key, first, why_not, execution;
     double step_s = 0, flops_per_token = 0;
@@ -101,6 +113,7 @@ std::string format_measured_eta(const SweepPlan& plan, int jobs, int threads) {
     total_s += static_cast<double>(t.max_steps) * it->step_s * fpt / it->flops_per_token;
     trials_costed += 1;
   }
+  if (eta_s) *eta_s = trials_costed == static_cast<int64_t>(plan.trials.size()) ? total_s / std::max(jobs, 1) : 0;
   std::string out;
   for (const auto& s : setups) {
     if (s.why_not.empty())
@@ -117,6 +130,115 @@ std::string format_measured_eta(const SweepPlan& plan, int jobs, int threads) {
   else
     out += "ETA here: none (no step could be measured on this machine)\n";
   if (const std::string w = sweep_bf16_warning(plan, jobs, threads); !w.empty()) out += w;
+  return out;
+}
+
+PairedSd pilot_paired_sd(const std::string& dir) {
+  const fs::path yaml = fs::path(dir) / "sweep.yaml";
+  if (!fs::exists(yaml))
+    throw Error("not a sweep directory (no sweep.yaml)", dir, "pass --pilot a finished sweep of the same setting");
+  const SweepPlan pilot = plan_from_yaml(yaml.string());
+  const std::vector<TrialOutcome> outcomes = collect_outcomes(pilot, dir, {});
+  // Final losses at the full budget, by configuration (group) and seed; the baseline group of each configuration.
+  std::map<std::string, std::map<uint64_t, double>> loss;
+  std::map<std::string, std::string> baseline_of;  // other grid values -> the uniform group
+  auto others = [](const Trial& t) {
+    std::string k;
+    for (const auto& [key, value] : t.params)
+      if (key != "train.seed") k += key + "=" + value + ";";
+    return k;
+  };
+  for (const auto& o : outcomes) {
+    if (o.status != "completed" || o.budget_steps != o.trial->max_steps || !std::isfinite(o.final_val)) continue;
+    loss[o.trial->group][o.trial->seed] = o.final_val;
+    if (o.trial->baseline) baseline_of[others(*o.trial)] = o.trial->group;
+  }
+  PairedSd r;
+  double ss = 0;
+  int df = 0;
+  r.lo = r.hi = std::numeric_limits<double>::quiet_NaN();
+  std::set<std::string> seen;
+  for (const auto& t : pilot.trials) {
+    if (t.baseline || !seen.insert(t.group).second || !baseline_of.count(others(t))) continue;
+    const auto& mine = loss[t.group];
+    const auto& base = loss[baseline_of[others(t)]];
+    std::vector<double> d;
+    for (const auto& [seed, v] : mine)
+      if (base.count(seed)) d.push_back(v - base.at(seed));
+    if (d.size() < 2) continue;
+    const double sd = sample_sd(d);
+    ss += sd * sd * static_cast<double>(d.size() - 1);
+    df += static_cast<int>(d.size() - 1);
+    r.comparisons += 1;
+    r.pairs += static_cast<int>(d.size());
+    r.lo = std::isnan(r.lo) ? sd : std::min(r.lo, sd);
+    r.hi = std::isnan(r.hi) ? sd : std::max(r.hi, sd);
+  }
+  if (df == 0)
+    throw Error("the pilot sweep has no configuration with 2 or more seeds paired with its uniform runs", dir,
+                "finish at least 2 seeds of a schedule and of uniform there, or state sweep.power.sd with its source");
+  r.sd = std::sqrt(ss / df);
+  return r;
+}
+
+std::string format_power_plan(const SweepPlan& plan, const std::string& pilot_dir, double eta_s) {
+  std::set<uint64_t> seeds;
+  std::set<std::string> comparisons;
+  double flops = 0, device_h = 0;
+  const EstimateSettings& est = plan.settings.estimate;
+  const bool hours = est.tokens_per_s > 0 || est.peak_flops > 0;
+  for (const auto& t : plan.trials) {
+    seeds.insert(t.seed);
+    if (!t.baseline) comparisons.insert(t.group);
+    const double n = static_cast<double>(t.max_steps * t.step_tokens), fpt = trial_flops_per_token(t);
+    flops += fpt * n;
+    if (hours) device_h += n / trial_tokens_per_s(est, fpt) / 3600.0;
+  }
+  if (comparisons.empty() || plan.trials.empty()) return "";
+  const int m = static_cast<int>(comparisons.size()), s = static_cast<int>(seeds.size());
+  const double alpha = 0.05, power = 0.8;
+  std::string sd_text;
+  double sd = 0;
+  if (!pilot_dir.empty()) {
+    const PairedSd p = pilot_paired_sd(pilot_dir);
+    sd = p.sd;
+    sd_text = fmt::format("{:.4f} nats, measured in the pilot {} ({} comparison{}, {} pairs; {:.4f}-{:.4f} each)", sd,
+                          pilot_dir, p.comparisons, p.comparisons == 1 ? "" : "s", p.pairs, p.lo, p.hi);
+  } else if (plan.settings.power.sd > 0) {
+    sd = plan.settings.power.sd;
+    sd_text = fmt::format("{:.4f} nats, as sweep.power states (source: {})", sd, plan.settings.power.source);
+  }
+  std::string out = fmt::format(
+      "power plan (two-sided paired t at {}, {:.0f}% power; {} comparison{} against uniform, Holm's first step at "
+      "{:.3g}):\n",
+      alpha, power * 100, m, m == 1 ? "" : "s", alpha / m);
+  if (sd == 0)
+    return out + "  no sd of Prism - uniform paired by seed: the seeds this grid needs are not known. Fix: pass "
+                 "--pilot DIR (a finished sweep of the same setting with 2+ seeds), or state sweep.power: {sd: ..., "
+                 "source: ...}\n";
+  const std::string preset = trial_config(plan.trials[0]).model.preset;
+  const double effect = plan.settings.power.effect > 0 ? plan.settings.power.effect : paper_effect_nats(preset);
+  const std::string effect_src = plan.settings.power.effect > 0 ? "sweep.power.effect"
+                                 : (preset == "gpt2-124m" || preset == "prism-757m" || preset == "gpt2-354m")
+                                     ? fmt::format("the paper's effect at {}", preset)
+                                     : "the CPU study's target; no paper scale";
+  out += "  sd of the paired differences: " + sd_text + "\n";
+  out += fmt::format("  with this grid's {} seed{}: detects {:.4f} nats ({:.4f} at Holm's first step)\n", s,
+                     s == 1 ? "" : "s", min_detectable_effect(sd, std::max(s, 2), alpha, power),
+                     min_detectable_effect(sd, std::max(s, 2), alpha / m, power));
+  auto cost = [&](int n) {
+    const double k = static_cast<double>(n) / std::max(s, 1);
+    std::string c = fmt::format("{:.3e} training FLOPs", flops * k);
+    if (hours) c += fmt::format(", {:.1f} device-h", device_h * k);
+    if (eta_s > 0) c += fmt::format(", about {} here", format_duration(eta_s * k));
+    return c;
+  };
+  const int n1 = pairs_for_effect(effect, sd, alpha, power), nh = pairs_for_effect(effect, sd, alpha / m, power);
+  out += fmt::format("  to detect {:.4f} nats ({}): {} seeds ({}); {} at Holm's first step ({})\n", effect, effect_src,
+                     n1, n1 > 0 ? cost(n1) : "-", nh, nh > 0 ? cost(nh) : "-");
+  if (s < n1)
+    out += fmt::format("  this grid's {} seeds are fewer than the {} the target needs: a null result would be "
+                       "unresolved, not equivalence\n", s, n1);
   return out;
 }
 

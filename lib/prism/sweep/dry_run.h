@@ -17,7 +17,26 @@ std::string format_dry_run(const SweepPlan& plan, const std::string& dir, int jo
 // steps are costed at its setup's step time scaled by its FLOPs per token. Trials on
 // a device this machine lacks, or whose step would take over a minute here, are
 // named instead. With successive halving the grid's ETA is an upper bound.
-std::string format_measured_eta(const SweepPlan& plan, int jobs, int threads);
+std::string format_measured_eta(const SweepPlan& plan, int jobs, int threads, double* eta_s = nullptr);
+
+// The sd of Prism - uniform final validation loss, paired by seed, in a finished (pilot)
+// sweep: every non-uniform configuration against the uniform one of the same other grid
+// values, over the seeds both completed at the full budget, pooled (df-weighted variances).
+struct PairedSd {
+  double sd = 0;               // NaN: none
+  int comparisons = 0, pairs = 0;
+  double lo = 0, hi = 0;       // the smallest and largest sd of one comparison
+};
+// Throws prism::Error for a directory that is not a sweep, or one with no paired seeds.
+PairedSd pilot_paired_sd(const std::string& sweep_dir);
+
+// The dry run's power plan: for the grid's seeds, the minimum detectable effect of each
+// comparison against uniform (80% power, two-sided paired t at 0.05, and at Holm's first step
+// over the grid's comparisons), and the seeds needed for the target effect (sweep.power.effect,
+// else the paper's at the model's scale) with their cost. The sd comes from `pilot_dir` ("":
+// none), else sweep.power.sd with its source; without either the plan says it has none.
+// `eta_s` is the grid's ETA here (0: none), costed per seed.
+std::string format_power_plan(const SweepPlan& plan, const std::string& pilot_dir, double eta_s = 0);
 
 // A warning for the trials that name bf16 on a CPU where bf16 matmuls run slower
 // than fp32 (train/cpu_dtype_probe.h): the ratio, the ETA and the fix; "" for none.

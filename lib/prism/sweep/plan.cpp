@@ -88,6 +88,18 @@ EstimateSettings parse_estimate_section(ConfigNode est) {
 
 namespace {
 
+PowerSettings parse_power(ConfigNode p) {
+  PowerSettings out;
+  out.sd = p.get_real("sd", 0, 0, 10);
+  out.source = p.get<std::string>("source", "");
+  out.effect = p.get_real("effect", 0, 0, 10);
+  if (out.sd > 0 && out.source.empty())
+    throw Error(fmt::format("{} without {}", p.key_path("sd"), p.key_path("source")), p.where("sd"),
+                "say where the sd of the paired differences comes from, e.g. source: \"cpu-study width 128, 6 seeds\"");
+  p.finish();
+  return out;
+}
+
 SweepSettings parse_settings(ConfigNode s, const std::string& default_name) {
   SweepSettings out;
   out.name = s.get<std::string>("name", default_name);
@@ -100,6 +112,7 @@ SweepSettings parse_settings(ConfigNode s, const std::string& default_name) {
   out.halving = parse_halving(s);
   out.slurm = parse_slurm(s.child("slurm"));
   out.estimate = parse_estimate_section(s.child("estimate"));
+  out.power = parse_power(s.child("power"));
   s.finish();
   return out;
 }
@@ -441,6 +454,11 @@ void emit_settings(YAML::Emitter& out, const SweepSettings& s) {
   entry(out, "device", s.estimate.device);
   entry(out, "source", s.estimate.source);
   out << YAML::EndMap;
+  entry(out, "power", YAML::BeginMap);
+  entry(out, "sd", s.power.sd);
+  entry(out, "source", s.power.source);
+  entry(out, "effect", s.power.effect);
+  out << YAML::EndMap;
   out << YAML::EndMap;
 }
 
@@ -520,6 +538,11 @@ SweepPlan plan_from_yaml(const std::string& path) {
       plan.settings.estimate.mfu = e["mfu"].as<double>();
       plan.settings.estimate.device = e["device"].as<std::string>();
       plan.settings.estimate.source = e["source"].as<std::string>();
+    }
+    if (const YAML::Node p = s["power"]) {  // absent in sweep.yaml files of older versions
+      plan.settings.power.sd = p["sd"].as<double>();
+      plan.settings.power.source = p["source"].as<std::string>();
+      plan.settings.power.effect = p["effect"].as<double>();
     }
     for (const auto& n : root["trials"]) {
       Trial t;

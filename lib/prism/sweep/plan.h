@@ -69,6 +69,15 @@ class ConfigNode;
 // An `estimate:` section (sweep.estimate, search.estimate).
 EstimateSettings parse_estimate_section(ConfigNode section);
 
+// What a dry run plans seeds with (sweep.power): the sd of Prism - uniform paired by seed,
+// stated with where it comes from (or measured from a pilot sweep: --pilot DIR), and the
+// effect the study must detect (0: the paper's at the model's scale, paper_effect_nats).
+struct PowerSettings {
+  double sd = 0;               // nats; 0: none stated
+  std::string source;          // where the sd comes from (required with sd)
+  double effect = 0;           // nats; 0: the paper's effect at this scale
+};
+
 struct SweepSettings {
   std::string name;            // default: the sweep file's stem
   bool baseline = true;
@@ -78,6 +87,7 @@ struct SweepSettings {
   HalvingSettings halving;
   SlurmSettings slurm;
   EstimateSettings estimate;
+  PowerSettings power;
 };
 
 struct Trial {

@@ -147,9 +147,13 @@ int run_sweep_request(const SweepRequest& r) {
   if (jobs < 1) throw Error("--jobs must be at least 1", "--jobs", "pass --jobs 1 or more");
   if (threads < 0) throw Error("--threads must not be negative", "--threads", "pass 0 (every core) or more");
   const RetryPolicy retry = retry_policy(r);
+  if (!r.pilot.empty() && !r.dry_run)
+    throw Error("--pilot plans the seeds of a dry run", "--pilot", "add --dry-run, or drop --pilot");
   if (r.dry_run) {
     say(r.print, format_dry_run(plan, dir, jobs, threads));
-    say(r.print, format_measured_eta(plan, jobs, threads));
+    double eta_s = 0;
+    say(r.print, format_measured_eta(plan, jobs, threads, &eta_s));
+    say(r.print, format_power_plan(plan, r.pilot, eta_s));
     return 0;
   }
   if (r.task_index) {

@@ -23,6 +23,7 @@ struct SweepRequest {
   bool force = false;                  // take over a directory made by a different sweep
   bool print_config = false;           // print the composed sweep file; run nothing
   bool dry_run = false;                // print the trials; run nothing
+  std::string pilot;                   // --dry-run: a finished sweep whose paired sd plans the seeds
   bool collect = false;                // rebuild summary.csv and sweep.h5; run nothing
   std::optional<int> task_index;       // run this one trial of a sweep directory
   int rung = 0;                        // with task_index: the halving rung
