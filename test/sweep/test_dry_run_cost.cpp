@@ -137,6 +137,17 @@ TEST_CASE("a sweep's dry run plans its seeds: detectable effect, seeds for the t
   CHECK_THAT(text, Catch::Contains(fmt::format("to detect 0.0100 nats (the CPU study's target; no paper scale): {} seeds (", n)) &&
                        Catch::Contains(fmt::format("; {} at Holm's first step (", nh)) &&
                        Catch::Contains("this grid's 6 seeds are fewer than the 16 the target needs"));
+  // The cost of one comparison (uniform and one schedule) beside the whole grid's: 2 of the 3 arms.
+  static const std::regex costs(R"(16 seeds \(one comparison ([0-9.e+]+) training FLOPs; the whole grid ([0-9.e+]+)\))");
+  std::smatch cm;
+  REQUIRE(std::regex_search(text, cm, costs));
+  CHECK(std::stod(cm[1].str()) / std::stod(cm[2].str()) == Approx(2.0 / 3).epsilon(0.02));
+  // One seed: no paired interval, said so.
+  write_file(dir.file("one.yaml"), base + "sweep:\n  power: {sd: 0.013, source: 'stated'}\n  grid:\n"
+                                          "    schedule.heads: [[2, 4]]\n");
+  const std::string one = format_power_plan(plan_sweep(dir.file("one.yaml")), "");
+  CHECK_THAT(one, Catch::Contains("with this grid's 1 seed: no paired interval") &&
+                      Catch::Contains("this grid's 1 seed is fewer than the 16 the target needs"));
   // Without an sd it says so, and how to give one.
   write_file(dir.file("none.yaml"), base + "sweep:\n  grid:\n    schedule.heads: [[2, 4]]\n    train.seed: [0, 1]\n");
   CHECK_THAT(format_power_plan(plan_sweep(dir.file("none.yaml")), ""), Catch::Contains("no sd of Prism - uniform") &&

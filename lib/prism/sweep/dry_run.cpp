@@ -185,14 +185,22 @@ std::string format_power_plan(const SweepPlan& plan, const std::string& pilot_di
   std::set<uint64_t> seeds;
   std::set<std::string> comparisons;
   double flops = 0, device_h = 0;
+  // One comparison's own cost: its schedule's trials and the baseline's, per seed (the baseline
+  // shared by every comparison, so the grid's cost is not the comparisons' sum).
+  double base_flops = 0, base_h = 0, cmp_flops = 0, cmp_h = 0;
+  int base_trials = 0, cmp_trials = 0;
   const EstimateSettings& est = plan.settings.estimate;
   const bool hours = est.tokens_per_s > 0 || est.peak_flops > 0;
   for (const auto& t : plan.trials) {
     seeds.insert(t.seed);
     if (!t.baseline) comparisons.insert(t.group);
     const double n = static_cast<double>(t.max_steps * t.step_tokens), fpt = trial_flops_per_token(t);
+    const double h = hours ? n / trial_tokens_per_s(est, fpt) / 3600.0 : 0;
     flops += fpt * n;
-    if (hours) device_h += n / trial_tokens_per_s(est, fpt) / 3600.0;
+    device_h += h;
+    (t.baseline ? base_flops : cmp_flops) += fpt * n;
+    (t.baseline ? base_h : cmp_h) += h;
+    ++(t.baseline ? base_trials : cmp_trials);
   }
   if (comparisons.empty() || plan.trials.empty()) return "";
   const int m = static_cast<int>(comparisons.size()), s = static_cast<int>(seeds.size());
@@ -219,16 +227,24 @@ std::string format_power_plan(const SweepPlan& plan, const std::string& pilot_di
   const std::string preset = trial_config(plan.trials[0]).model.preset;
   const double effect = plan.settings.power.effect > 0 ? plan.settings.power.effect : paper_effect_nats(preset);
   const std::string effect_src = plan.settings.power.effect > 0 ? "sweep.power.effect"
-                                 : (preset == "gpt2-124m" || preset == "prism-757m" || preset == "gpt2-354m")
+                                 : (preset == "gpt2-124m" || preset == "prism-757m")
                                      ? fmt::format("the paper's effect at {}", preset)
-                                     : "the CPU study's target; no paper scale";
+                                 : preset == "gpt2-354m" ? "the paper's 757M effect: it gives none at 354M"
+                                                         : "the CPU study's target; no paper scale";
   out += "  sd of the paired differences: " + sd_text + "\n";
-  out += fmt::format("  with this grid's {} seed{}: detects {:.4f} nats ({:.4f} at Holm's first step)\n", s,
-                     s == 1 ? "" : "s", min_detectable_effect(sd, std::max(s, 2), alpha, power),
-                     min_detectable_effect(sd, std::max(s, 2), alpha / m, power));
+  if (s < 2)
+    out += fmt::format("  with this grid's {} seed: no paired interval (a paired t needs 2 seeds or more)\n", s);
+  else
+    out += fmt::format("  with this grid's {} seeds: detects {:.4f} nats ({:.4f} at Holm's first step)\n", s,
+                       min_detectable_effect(sd, s, alpha, power), min_detectable_effect(sd, s, alpha / m, power));
   auto cost = [&](int n) {
     const double k = static_cast<double>(n) / std::max(s, 1);
-    std::string c = fmt::format("{:.3e} training FLOPs", flops * k);
+    // One comparison: the baseline's trials and one schedule's (the mean over schedules), n seeds.
+    const double one_f = (base_flops + (cmp_trials ? cmp_flops / m : 0)) * k,
+                 one_h = (base_h + (cmp_trials ? cmp_h / m : 0)) * k;
+    std::string c = fmt::format("one comparison {:.3e} training FLOPs", one_f);
+    if (hours) c += fmt::format(", {:.1f} device-h", one_h);
+    c += fmt::format("; the whole grid {:.3e}", flops * k);
     if (hours) c += fmt::format(", {:.1f} device-h", device_h * k);
     if (eta_s > 0) c += fmt::format(", about {} here", format_duration(eta_s * k));
     return c;
@@ -237,8 +253,8 @@ std::string format_power_plan(const SweepPlan& plan, const std::string& pilot_di
   out += fmt::format("  to detect {:.4f} nats ({}): {} seeds ({}); {} at Holm's first step ({})\n", effect, effect_src,
                      n1, n1 > 0 ? cost(n1) : "-", nh, nh > 0 ? cost(nh) : "-");
   if (s < n1)
-    out += fmt::format("  this grid's {} seeds are fewer than the {} the target needs: a null result would be "
-                       "unresolved, not equivalence\n", s, n1);
+    out += fmt::format("  this grid's {} seed{} fewer than the {} the target needs: a null result would be "
+                       "unresolved, not equivalence\n", s, s == 1 ? " is" : "s are", n1);
   return out;
 }
 
