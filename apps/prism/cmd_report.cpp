@@ -1,11 +1,14 @@
 // prism report SWEEP_DIR... --out DIR: the study report's numbers (markdown + CSV).
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <iostream>
+#include <sstream>
 
 #include "cli.h"
 #include "prism/analysis/study_report.h"
 #include "prism/error.h"
+#include "prism/sweep/plan.h"
 
 namespace prism::cli {
 namespace {
@@ -25,7 +28,9 @@ const char* kUsage =
     "intervals and the schedule's transition points, the parameter count from the\n"
     "checkpoints, for each comparison its minimum detectable effect at 80% power (and at\n"
     "Holm's first step), an equivalence test (TOST) against --margin and a verdict from a\n"
-    "fixed vocabulary (better, worse, equivalent, unresolved), and with --bench-steps the tokens/s of each schedule against uniform,\n"
+    "fixed vocabulary (better, worse, equivalent, unresolved); with --sequential, the\n"
+    "verdicts of a seeds-until-resolved design at each look and what to train next; and\n"
+    "with --bench-steps the tokens/s of each schedule against uniform,\n"
     "measured here by prism bench train (steps taking turns in one process). Writes\n"
     "report.md and one CSV per table (final_loss, paired, milestones, zero_shot,\n"
     "throughput, delta, curves, figures) into --out; the figures report.md links come\n"
@@ -36,6 +41,26 @@ const char* kUsage =
     "examples:\n"
     "  prism report sweeps/study-124m sweeps/study-354m sweeps/study-757m --out reports/paper\n"
     "  prism report sweeps/cpu-study-128 sweeps/cpu-study-192 --out docs/results/cpu-study --bench-steps 20";
+
+// --sequential FIRST:STEP:CAP, else the first sweep.sequential of the sweeps' sweep.yaml; {0,0,0}: none.
+SequentialDesign sequential_design(const std::string& text, const std::vector<std::string>& sweeps) {
+  SequentialDesign d{0, 0, 0};
+  if (!text.empty()) {
+    char c1 = 0, c2 = 0, rest = 0;
+    std::istringstream in(text);
+    if (!(in >> d.first >> c1 >> d.step >> c2 >> d.cap) || c1 != ':' || c2 != ':' || (in >> rest))
+      throw Error(fmt::format("--sequential {} is not FIRST:STEP:CAP", text), "--sequential", "e.g. --sequential 3:3:21");
+    d.check();
+    return d;
+  }
+  for (const auto& dir : sweeps) {
+    const auto yaml = std::filesystem::path(dir) / "sweep.yaml";
+    if (!std::filesystem::exists(yaml)) continue;
+    const SequentialSettings q = plan_from_yaml(yaml.string()).settings.sequential;
+    if (q.first > 0) return SequentialDesign{q.first, q.step, q.cap};
+  }
+  return d;
+}
 
 int run(const std::vector<std::string>& args) {
   return guarded("report", [&]() -> int {
@@ -56,7 +81,11 @@ int run(const std::vector<std::string>& args) {
         ("margin", po::value<double>(),
          "equivalence margin in nats for every comparison (default per scale: the paper's effect, gpt2-124m "
          "0.0144, gpt2-354m and prism-757m 0.0084; 0.01 for other models)")
-        ("power", po::value<double>()->default_value(0.8, "0.8"), "the power the minimum detectable effects are stated at");
+        ("power", po::value<double>()->default_value(0.8, "0.8"), "the power the minimum detectable effects are stated at")
+        ("sequential", po::value<std::string>(),
+         "FIRST:STEP:CAP: seeds until resolved. Look at the verdicts after FIRST seed pairs, then every STEP more up "
+         "to CAP, each look at one level that keeps a false verdict at any look within 0.05 (sequential.csv, and what "
+         "to train next). Default: the sweeps' sweep.sequential, if any names one");
     po::positional_options_description pos;
     pos.add("sweep", -1);
     po::variables_map vm;
@@ -76,6 +105,7 @@ int run(const std::vector<std::string>& args) {
     }
     r.power = vm["power"].as<double>();
     if (!(r.power > 0 && r.power < 1)) throw Error("--power must lie strictly between 0 and 1", "--power", "e.g. --power 0.8");
+    r.sequential = sequential_design(vm.count("sequential") ? vm["sequential"].as<std::string>() : "", r.sweeps);
     const StudyReport report = build_study_report(r);
     for (const auto& n : report.study.notes) std::cerr << "note: " << n << "\n";
     const std::string out = vm["out"].as<std::string>();
@@ -83,6 +113,8 @@ int run(const std::vector<std::string>& args) {
     std::cout << fmt::format("report: {} scale(s), {} run(s) -> {}/report.md and {} tables\n", report.scales.size(),
                              report.study.runs.size(), out, files.size() - 1);
     std::cout << fmt::format("figures: .venv/bin/python scripts/plot/study_report.py {}\n", out);
+    for (const auto& sc : report.scales)
+      if (sc.sequential) std::cout << fmt::format("sequential, {}: {}\n", sc.scale->label, sc.sequential->next);
     return 0;
   });
 }

@@ -8,7 +8,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <random>
 
 #include "prism/analysis/study_report.h"
@@ -133,6 +135,12 @@ json spec_of(const Study& s, double confidence) {
   return {{"confidence", confidence}, {"configs", configs}};
 }
 
+size_t column_of(const CsvFile& t, const std::string& column) {
+  const size_t col = static_cast<size_t>(std::find(t.header.begin(), t.header.end(), column) - t.header.begin());
+  REQUIRE(col < t.header.size());
+  return col;
+}
+
 std::string cell(const CsvFile& t, const std::string& schedule, const std::string& column) {
   const size_t col = static_cast<size_t>(std::find(t.header.begin(), t.header.end(), column) - t.header.begin());
   const size_t sched = static_cast<size_t>(std::find(t.header.begin(), t.header.end(), "schedule") - t.header.begin());
@@ -181,6 +189,45 @@ TEST_CASE("study report statistics against scipy: paired loss and Delta D_l inte
   CHECK(cell(wide_loss, "2,4", "margin") == "0.05");
   CHECK_THAT(read_file(wide_dir.file("report.md")),
              Catch::Contains("### Power, equivalence and verdicts") && Catch::Contains("**equivalent within ±0.0500**"));
+
+  // Seeds until resolved: a design 2:1:5 over the same runs. Its table recomputes from paired.csv
+  // by the design's own rule (seeds ascending, the first n pairs at each look).
+  TempDir seq_dir("prism-study-stats-seq");
+  std::mt19937 rng3(7);
+  ReportOptions seq = wide;
+  seq.sequential = SequentialDesign{2, 1, 5};
+  StudyReport seq_rep = build_study_report(make_study(design(), rng3), seq);
+  write_study_report(seq_rep, seq_dir.path());
+  REQUIRE(seq_rep.scales.front().sequential.has_value());
+  const SequentialState& st = *seq_rep.scales.front().sequential;
+  const auto seq_csv = read_csv(seq_dir.file("sequential.csv"));
+  const auto paired = read_csv(seq_dir.file("paired.csv"));
+  std::vector<std::vector<double>> diffs;
+  std::vector<std::string> names;
+  for (const auto* cr : st.comparisons) {
+    std::map<long, double> by_seed;
+    for (const auto& row : paired.rows)
+      if (row[column_of(paired, "schedule")] == cr->config->schedule)
+        by_seed[std::stol(row[column_of(paired, "seed")])] = std::stod(row[column_of(paired, "diff")]);
+    std::vector<double> x;
+    for (const auto& [seed, v] : by_seed) x.push_back(v);
+    diffs.push_back(x);
+    names.push_back(cr->config->schedule);
+  }
+  REQUIRE(!diffs.empty());
+  SequentialDesign d{2, 1, 5};
+  d.margin = 0.05;
+  const auto history = sequential_history(d, diffs, st.pairs);
+  CHECK(seq_csv.rows.size() == history.size() * names.size());
+  for (const auto& row : seq_csv.rows) {
+    const size_t look = std::stoul(row[column_of(seq_csv, "look")]) - 1;
+    const size_t c = static_cast<size_t>(std::find(names.begin(), names.end(), row[column_of(seq_csv, "schedule")]) - names.begin());
+    REQUIRE(c < names.size());
+    const std::string want = history[look][c].empty() ? "unresolved" : history[look][c];
+    CHECK(row[column_of(seq_csv, "verdict")] == want);
+  }
+  CHECK_THAT(read_file(seq_dir.file("report.md")), Catch::Contains("### Seeds until resolved") && Catch::Contains("Now: "));
+  CHECK(read_file_or_empty(dir.file("sequential.csv")).empty());  // only with a design
 
   // The Welch configuration says so, with its run counts; the paired ones with their seeds.
   auto loss = read_csv(dir.file("final_loss.csv"));

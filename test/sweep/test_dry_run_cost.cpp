@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <cmath>
 #include <regex>
 #include <sstream>
 
@@ -113,6 +114,11 @@ TEST_CASE("a sweep's dry run gives its ETA from a step measured on this machine"
   }
 }
 
+static std::string plan_to_yaml_file(const SweepPlan& plan, const std::string& path) {
+  write_file(path, plan_to_yaml(plan));
+  return path;
+}
+
 TEST_CASE("a sweep's dry run plans its seeds: detectable effect, seeds for the target, their cost", "[sweep][config][stats]") {
   TempDir dir("prism-dry-run-power");
   REQUIRE(prepare_small_corpus(dir, 300).vocab_size == 300);
@@ -152,6 +158,22 @@ TEST_CASE("a sweep's dry run plans its seeds: detectable effect, seeds for the t
   write_file(dir.file("none.yaml"), base + "sweep:\n  grid:\n    schedule.heads: [[2, 4]]\n    train.seed: [0, 1]\n");
   CHECK_THAT(format_power_plan(plan_sweep(dir.file("none.yaml")), ""), Catch::Contains("no sd of Prism - uniform") &&
                                                                            Catch::Contains("--pilot DIR"));
+  // sweep.sequential: the design's looks, its level, and its simulated operating characteristics.
+  write_file(dir.file("seq.yaml"), base + "sweep:\n  power: {sd: 0.013, source: 'stated'}\n  sequential: {first: 3, step: 3, cap: 12}\n"
+                                          "  grid:\n    schedule.heads: [[2, 4]]\n    train.seed: [0, 1, 2]\n");
+  const SweepPlan seq = plan_sweep(dir.file("seq.yaml"));
+  CHECK(seq.settings.sequential.cap == 12);
+  const std::string seq_text = format_sequential_plan(seq.settings.sequential, 1, 0.013, 0.01, 2000);
+  INFO(seq_text);
+  static const std::regex rates(R"(no effect: a false better/worse verdict in ([0-9.]+)% of studies)");
+  std::smatch rm;
+  REQUIRE(std::regex_search(seq_text, rm, rates));
+  CHECK(std::stod(rm[1].str()) <= 5.0 + 2 * 100 * std::sqrt(0.05 * 0.95 / 2000));  // within MC noise of 2,000
+  CHECK_THAT(seq_text, Catch::Contains("looks at 3, 6, 9, 12 seed pairs") && Catch::Contains("fixed design of that power"));
+  CHECK(plan_from_yaml(plan_to_yaml_file(seq, dir.file("seq-plan.yaml"))).settings.sequential.step == 3);
+  write_file(dir.file("badseq.yaml"), base + "sweep:\n  sequential: {first: 1, step: 3, cap: 12}\n  grid:\n    schedule.heads: [[2, 4]]\n");
+  CHECK_THROWS_WITH(plan_sweep(dir.file("badseq.yaml")), Catch::Contains("sweep.sequential.first >= 2"));
+
   // An sd without its source is refused, naming the key.
   write_file(dir.file("bad.yaml"), base + "sweep:\n  power: {sd: 0.01}\n  grid:\n    schedule.heads: [[2, 4]]\n");
   CHECK_THROWS_WITH(plan_sweep(dir.file("bad.yaml")), Catch::Contains("sweep.power.sd without sweep.power.source"));

@@ -461,6 +461,52 @@ void adjust_report(StudyReport& rep) {
   power_and_verdicts(rep);
 }
 
+// The sequential design's looks so far at one scale (options.sequential.first > 0).
+SequentialState sequential_state(const ScaleReport& s, SequentialDesign d) {
+  SequentialState st;
+  std::vector<std::vector<double>> diffs;
+  for (const auto& cr : s.configs) {
+    if (!cr.diff || cr.diff->method != "paired") continue;
+    auto seeds = cr.diff->seeds;
+    std::sort(seeds.begin(), seeds.end());
+    std::vector<double> x;
+    for (const auto& [seed, v] : seeds) x.push_back(v.first - v.second);
+    st.comparisons.push_back(&cr);
+    diffs.push_back(std::move(x));
+    d.margin = cr.diff->margin;
+  }
+  if (diffs.empty()) {
+    st.next = "no comparison pairs 2 seeds with uniform yet: the first look needs " + std::to_string(d.first);
+    return st;
+  }
+  size_t have = diffs[0].size();
+  for (const auto& x : diffs) have = std::min(have, x.size());
+  int last = -1;
+  for (int k = 0; k < d.looks() && static_cast<size_t>(d.pairs_at(k)) <= have; ++k) last = k;
+  st.levels = sequential_levels(d, static_cast<int>(diffs.size()));
+  if (last < 0) {
+    st.next = fmt::format("first look at {} seed pairs: {} so far. Train seeds up to {} of uniform and every schedule",
+                          d.first, have, d.first);
+    return st;
+  }
+  st.pairs = d.pairs_at(last);
+  for (int k = 0; k <= last; ++k) st.look_pairs.push_back(d.pairs_at(k));
+  st.verdicts = sequential_history(d, diffs, st.pairs);
+  std::vector<std::string> open;
+  for (size_t c = 0; c < diffs.size(); ++c)
+    if (st.verdicts.back()[c].empty()) open.push_back(st.comparisons[c]->config->label());
+  if (open.empty())
+    st.next = fmt::format("stop: every comparison has its verdict after {} seed pairs", st.pairs);
+  else if (st.pairs == d.cap)
+    st.next = fmt::format("cap reached ({} pairs): {} stay unresolved", d.cap, fmt::join(open, ", "));
+  else
+    st.next = fmt::format("next look at {} seed pairs ({} unresolved): grow the sweep to {} seeds of uniform and of the "
+                          "unresolved schedules (rerun it with more sweep.grid.train.seed into the same --out, or a "
+                          "second sweep given to the report too), then report again",
+                          d.pairs_at(last + 1), fmt::join(open, ", "), d.pairs_at(last + 1));
+  return st;
+}
+
 }  // namespace
 
 std::string report_figure(const std::string& kind, const StudyScale& s, const StudyConfig* c) {
@@ -531,6 +577,10 @@ StudyReport build_study_report(Study study, const ReportOptions& o) {
     rep.scales.push_back(std::move(s));
   }
   adjust_report(rep);
+  if (o.sequential.first > 0) {
+    o.sequential.check();
+    for (auto& s : rep.scales) s.sequential = sequential_state(s, o.sequential);
+  }
   return rep;
 }
 
@@ -538,8 +588,10 @@ namespace {
 
 // The report's tables, their columns named, no rows yet.
 struct ReportTables {
-  Table loss, paired, miles, zero, thr, delta, curves, figures, by_position;
+  Table loss, paired, miles, zero, thr, delta, curves, figures, by_position, sequential;
   ReportTables() {
+    sequential.columns = {"scale", "schedule", "settings", "look", "pairs", "level_difference", "level_equivalence",
+                          "margin", "verdict"};
     by_position.columns = {"scale", "schedule", "settings", "bucket", "position_lo", "position_hi", "seeds", "loss",
                            "loss_ci_lo", "loss_ci_hi", "diff_vs_uniform", "diff_ci_lo", "diff_ci_hi", "diff_p",
                            "diff_pairs", "confidence"};
@@ -640,9 +692,26 @@ std::vector<std::pair<std::string, Table>> report_tables(const StudyReport& rep)
                       v.loss_se, r->unigram});
     }
   }
-  return {{"final_loss.csv", loss},   {"paired.csv", paired}, {"milestones.csv", miles},
-          {"zero_shot.csv", zero},    {"throughput.csv", thr}, {"delta.csv", delta},
-          {"curves.csv", curves},     {"figures.csv", figures}, {"loss_by_position.csv", tables.by_position}};
+  bool any_sequential = false;
+  for (const auto& s : rep.scales) {
+    if (!s.sequential) continue;
+    any_sequential = true;
+    const SequentialState& st = *s.sequential;
+    for (size_t k = 0; k < st.verdicts.size(); ++k)
+      for (size_t c = 0; c < st.comparisons.size(); ++c) {
+        const StudyConfig& cfg = *st.comparisons[c]->config;
+        const std::string& v = st.verdicts[k][c];
+        tables.sequential.add({s.scale->label, cfg.schedule, cfg.settings, int64_t(k + 1), int64_t(st.look_pairs[k]),
+                               st.levels.difference, st.levels.equivalence, st.comparisons[c]->diff->margin,
+                               v.empty() ? std::string("unresolved") : v});
+      }
+  }
+  std::vector<std::pair<std::string, Table>> out{
+      {"final_loss.csv", loss},   {"paired.csv", paired}, {"milestones.csv", miles},
+      {"zero_shot.csv", zero},    {"throughput.csv", thr}, {"delta.csv", delta},
+      {"curves.csv", curves},     {"figures.csv", figures}, {"loss_by_position.csv", tables.by_position}};
+  if (any_sequential) out.emplace_back("sequential.csv", tables.sequential);
+  return out;
 }
 
 std::vector<std::string> write_study_report(const StudyReport& rep, const std::string& out_dir) {

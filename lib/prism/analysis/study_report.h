@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "prism/analysis/distance_delta.h"
+#include "prism/analysis/sequential.h"
 #include "prism/analysis/stats.h"
 #include "prism/analysis/study_runs.h"
 #include "prism/analysis/table.h"
@@ -51,6 +52,9 @@ struct ReportOptions {
   // default_margin() of each scale.
   double margin = std::numeric_limits<double>::quiet_NaN();
   double power = 0.8;             // the power the minimum detectable effects are stated at
+  // Seeds until resolved (prism report --sequential FIRST:STEP:CAP; analysis/sequential.h):
+  // first 0 reports none. Its margin is the report's.
+  SequentialDesign sequential{0, 0, 0};
 };
 
 // The paper's effect at a scale, the default equivalence margin: gpt2-124m 0.0144 nats
@@ -153,8 +157,21 @@ struct ConfigReport {
   std::vector<double> delta_p_holm, delta_p_holm_normalized;
 };
 
+// A scale's comparisons under the sequential design: its looks so far (every paired
+// comparison has at least the look's pairs, seeds in ascending order) and the verdicts
+// after each ("" unresolved); `next` is what the study does now.
+struct SequentialState {
+  int pairs = 0;                  // pairs of the last look reached
+  std::vector<int> look_pairs;    // pairs at each look reached
+  std::vector<const ConfigReport*> comparisons;
+  std::vector<std::vector<std::string>> verdicts;  // [look][comparison]
+  SequentialLevels levels;
+  std::string next;               // "stop: ...", "add seeds ...", or "cap reached: ..."
+};
+
 struct ScaleReport {
   const StudyScale* scale = nullptr;
+  std::optional<SequentialState> sequential;
   std::vector<double> levels;     // milestone levels, highest first
   std::string levels_rule;        // how they were taken, in words
   std::vector<std::string> tasks; // every task any run has

@@ -224,6 +224,36 @@ void verdict_table(std::ostringstream& md, const ScaleReport& s, double alpha, d
   md << "\n";
 }
 
+void sequential_table(std::ostringstream& md, const ScaleReport& s, const SequentialDesign& d) {
+  if (!s.sequential) return;
+  const SequentialState& st = *s.sequential;
+  std::vector<std::string> looks;
+  for (int k = 0; k < d.looks(); ++k) looks.push_back(std::to_string(d.pairs_at(k)));
+  md << fmt::format("### Seeds until resolved\n\n"
+                    "Sequential design (--sequential {}:{}:{}): looks at {} seed pairs (seeds in ascending order). At "
+                    "every look a comparison is **better**/**worse** at a paired-t p below {}, **equivalent** at a "
+                    "TOST p below {}: one level for every look, set so that with no difference a false verdict at "
+                    "any look has chance {} per comparison (Bonferroni over the scale's {}). A verdict, once given, "
+                    "stands. These verdicts, not the table above's, are the study's when it adds seeds this way.\n\n",
+                    d.first, d.step, d.cap, fmt::join(looks, ", "), num(st.levels.difference, 4),
+                    num(st.levels.equivalence, 4), num(d.alpha / std::max<size_t>(st.comparisons.size(), 1), 4),
+                    st.comparisons.size());
+  if (!st.verdicts.empty()) {
+    md << "| schedule";
+    for (int p : st.look_pairs) md << fmt::format(" | {} pairs", p);
+    md << " |\n|---";
+    for (size_t k = 0; k < st.look_pairs.size(); ++k) md << "|---";
+    md << "|\n";
+    for (size_t c = 0; c < st.comparisons.size(); ++c) {
+      md << "| " << row_label(*st.comparisons[c]->config);
+      for (const auto& v : st.verdicts) md << " | " << (v[c].empty() ? "unresolved" : v[c]);
+      md << " |\n";
+    }
+    md << "\n";
+  }
+  md << "Now: " << st.next << ".\n\n";
+}
+
 void milestone_table(std::ostringstream& md, const ScaleReport& s, const std::string& pct) {
   md << "### Validation-loss milestones\n\n";
   if (s.levels.empty()) {
@@ -405,6 +435,7 @@ std::string report_markdown(const StudyReport& rep) {
                       any_throughput(s) ? " and throughput" : "", pct);
     main_table(md, s, alpha);
     verdict_table(md, s, alpha, rep.options.power);
+    sequential_table(md, s, rep.options.sequential);
     md << fmt::format("![Validation loss, {}]({})\n\n", sc.label, report_figure("loss", sc, nullptr));
     milestone_table(md, s, pct);
     position_table(md, s, pct);

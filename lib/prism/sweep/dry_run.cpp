@@ -11,6 +11,7 @@
 #include <map>
 #include <set>
 
+#include "prism/analysis/sequential.h"
 #include "prism/analysis/stats.h"
 #include "prism/config/config.h"
 #include "prism/config/model_config.h"
@@ -181,6 +182,37 @@ PairedSd pilot_paired_sd(const std::string& dir) {
   return r;
 }
 
+std::string format_sequential_plan(const SequentialSettings& q, int comparisons, double sd, double effect,
+                                   int sims) {
+  SequentialDesign d;
+  d.first = q.first;
+  d.step = q.step;
+  d.cap = q.cap;
+  d.margin = effect;
+  const SequentialLevels lv = sequential_levels(d, comparisons);
+  std::vector<std::string> looks;
+  for (int k = 0; k < d.looks(); ++k) looks.push_back(std::to_string(d.pairs_at(k)));
+  std::string out = fmt::format(
+      "  sequential (sweep.sequential): looks at {} seed pairs; at every look a comparison is better/worse at p < "
+      "{:.4g}, equivalent within +-{:.4f} at TOST p < {:.4g} (one level for all looks: {} over any look, {} per "
+      "comparison; prism report --sequential applies it)\n",
+      fmt::join(looks, ", "), lv.difference, effect, lv.equivalence, 0.05, comparisons == 1 ? "0.05" : fmt::format("0.05/{}", comparisons));
+  const SequentialSim null = simulate_sequential(d, comparisons, 0.0, sd, sims, 11);
+  const SequentialSim edge = simulate_sequential(d, comparisons, effect, sd, sims, 12);
+  const SequentialSim real = simulate_sequential(d, comparisons, -effect, sd, sims, 13);
+  const int fixed = real.correct_each > 0.05 && real.correct_each < 1
+                        ? pairs_for_effect(effect, sd, 0.05 / comparisons, real.correct_each)
+                        : -1;
+  out += fmt::format(
+      "  {} simulated studies at sd {:.4f}: no effect: a false better/worse verdict in {:.2f}% of studies (at most 5%), "
+      "{:.1f} pairs on average; an effect of exactly +-{:.4f}: a false \"equivalent\" in {:.2f}%; an effect of {:.4f}: "
+      "the right verdict for {:.1f}% of comparisons with {:.1f} pairs on average ({:.0f}% stop before {}), where a "
+      "fixed design of that power at the same level needs {} pairs\n",
+      sims, sd, null.any_difference * 100, null.mean_pairs, effect, edge.any_equivalent * 100, effect,
+      real.correct_each * 100, real.mean_pairs, real.stopped_early * 100, d.cap, fixed > 0 ? std::to_string(fixed) : "-");
+  return out;
+}
+
 std::string format_power_plan(const SweepPlan& plan, const std::string& pilot_dir, double eta_s) {
   std::set<uint64_t> seeds;
   std::set<std::string> comparisons;
@@ -255,6 +287,7 @@ std::string format_power_plan(const SweepPlan& plan, const std::string& pilot_di
   if (s < n1)
     out += fmt::format("  this grid's {} seed{} fewer than the {} the target needs: a null result would be "
                        "unresolved, not equivalence\n", s, s == 1 ? " is" : "s are", n1);
+  if (plan.settings.sequential.first > 0) out += format_sequential_plan(plan.settings.sequential, m, sd, effect);
   return out;
 }
 

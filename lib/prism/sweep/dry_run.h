@@ -38,6 +38,15 @@ PairedSd pilot_paired_sd(const std::string& sweep_dir);
 // `eta_s` is the grid's ETA here (0: none), costed per seed.
 std::string format_power_plan(const SweepPlan& plan, const std::string& pilot_dir, double eta_s = 0);
 
+// The power plan's lines for sweep.sequential: the design's looks and its one per-look level
+// (analysis/sequential.h), then its operating characteristics over `sims` simulated studies
+// of `comparisons` comparisons at `sd`: the false better/worse rate with no effect, the false
+// "equivalent" rate at a true difference of exactly +-effect (the margin), and at an effect of
+// `effect` the share of right verdicts and the pairs used, against the pairs a fixed design of
+// that power needs.
+std::string format_sequential_plan(const SequentialSettings& q, int comparisons, double sd, double effect,
+                                   int sims = 10000);
+
 // A warning for the trials that name bf16 on a CPU where bf16 matmuls run slower
 // than fp32 (train/cpu_dtype_probe.h): the ratio, the ETA and the fix; "" for none.
 std::string sweep_bf16_warning(const SweepPlan& plan, int jobs, int threads);

@@ -100,6 +100,20 @@ PowerSettings parse_power(ConfigNode p) {
   return out;
 }
 
+SequentialSettings parse_sequential(ConfigNode q) {
+  SequentialSettings out;
+  out.first = q.get<int>("first", 0);
+  out.step = q.get<int>("step", 0);
+  out.cap = q.get<int>("cap", 0);
+  const bool any = out.first || out.step || out.cap;
+  if (any && (out.first < 2 || out.step < 1 || out.cap < out.first))
+    throw Error(fmt::format("{} >= 2, {} >= 1 and {} >= first are needed (got {}, {}, {})", q.key_path("first"),
+                            q.key_path("step"), q.key_path("cap"), out.first, out.step, out.cap),
+                q.where("first"), "e.g. sequential: {first: 3, step: 3, cap: 21}");
+  q.finish();
+  return out;
+}
+
 SweepSettings parse_settings(ConfigNode s, const std::string& default_name) {
   SweepSettings out;
   out.name = s.get<std::string>("name", default_name);
@@ -113,6 +127,7 @@ SweepSettings parse_settings(ConfigNode s, const std::string& default_name) {
   out.slurm = parse_slurm(s.child("slurm"));
   out.estimate = parse_estimate_section(s.child("estimate"));
   out.power = parse_power(s.child("power"));
+  out.sequential = parse_sequential(s.child("sequential"));
   s.finish();
   return out;
 }
@@ -459,6 +474,11 @@ void emit_settings(YAML::Emitter& out, const SweepSettings& s) {
   entry(out, "source", s.power.source);
   entry(out, "effect", s.power.effect);
   out << YAML::EndMap;
+  entry(out, "sequential", YAML::BeginMap);
+  entry(out, "first", s.sequential.first);
+  entry(out, "step", s.sequential.step);
+  entry(out, "cap", s.sequential.cap);
+  out << YAML::EndMap;
   out << YAML::EndMap;
 }
 
@@ -543,6 +563,11 @@ SweepPlan plan_from_yaml(const std::string& path) {
       plan.settings.power.sd = p["sd"].as<double>();
       plan.settings.power.source = p["source"].as<std::string>();
       plan.settings.power.effect = p["effect"].as<double>();
+    }
+    if (const YAML::Node q = s["sequential"]) {  // absent in sweep.yaml files of older versions
+      plan.settings.sequential.first = q["first"].as<int>();
+      plan.settings.sequential.step = q["step"].as<int>();
+      plan.settings.sequential.cap = q["cap"].as<int>();
     }
     for (const auto& n : root["trials"]) {
       Trial t;

@@ -78,6 +78,14 @@ struct PowerSettings {
   double effect = 0;           // nats; 0: the paper's effect at this scale
 };
 
+// Seeds until resolved (sweep.sequential; prism report --sequential): looks after `first`
+// seed pairs, then every `step` more, up to `cap` (analysis/sequential.h). 0: none.
+struct SequentialSettings {
+  int first = 0;
+  int step = 0;
+  int cap = 0;
+};
+
 struct SweepSettings {
   std::string name;            // default: the sweep file's stem
   bool baseline = true;
@@ -88,6 +96,7 @@ struct SweepSettings {
   SlurmSettings slurm;
   EstimateSettings estimate;
   PowerSettings power;
+  SequentialSettings sequential;
 };
 
 struct Trial {
