@@ -350,3 +350,29 @@ TEST_CASE("study report verdicts come from the numbers, in a fixed vocabulary", 
   CHECK(default_margin("prism-757m") == 0.0084);
   CHECK(default_margin("cpu-128") == 0.01);
 }
+
+TEST_CASE("a key one arm leaves out is named by its default, not as unset", "[analysis][report]") {
+  // The long-context study: rope arms set model.position, the learned arms leave it to the default.
+  auto study = [](const std::string& other) {
+    std::mt19937 rng(3);
+    Study s;
+    s.sweeps = {"made-up"};
+    for (const uint64_t seed : {0u, 1u}) {
+      StudyRun a = make_run({{4, 4}, seed, 0.0}, rng, "0.002");
+      StudyRun b = make_run({{4, 4}, seed, 0.0}, rng, "0.002");
+      b.experiment["model.position"] = other;
+      s.runs.push_back(a);
+      s.runs.push_back(b);
+    }
+    group_study(s, std::vector<RunShape>(s.runs.size(), RunShape{"made-up", 2, 64, 4}));
+    return s;
+  };
+  const Study s = study("rope");
+  REQUIRE(s.scales.size() == 1);
+  CHECK(s.scales[0].varying == std::vector<std::string>{"model.position"});
+  CHECK(s.runs[0].settings == "model.position=learned");
+  CHECK(s.runs[1].settings == "model.position=rope");
+  // An arm that names the default explicitly pools with one that leaves it out.
+  const Study same = study("learned");
+  CHECK(same.scales[0].varying.empty());
+}

@@ -200,7 +200,21 @@ std::string dtype_split_note(const std::string& scale, const std::vector<const S
       scale, fmt::join(counts, ", "));
 }
 
-// The keys whose values differ among `runs` (a key missing from a run counts as a value).
+// A run's value of an experiment key; a key its config leaves out has the config's default
+// (a learned-position arm beside a rotary one is "model.position=learned", not unset).
+std::string key_value(const StudyRun& r, const std::string& key) {
+  if (const auto it = r.experiment.find(key); it != r.experiment.end()) return it->second;
+  static const std::map<std::string, std::string> defaults = [] {
+    auto m = experiment_keys(to_yaml(Config{}));
+    // to_yaml writes these only away from their default (older configs read as they did).
+    m.emplace("model.position", positions_name(Positions::Learned));
+    return m;
+  }();
+  const auto d = defaults.find(key);
+  return d == defaults.end() ? std::string("(unset)") : d->second;
+}
+
+// The keys whose values differ among `runs` (a key missing from a run has its default).
 std::vector<std::string> varying_keys(const std::vector<const StudyRun*>& runs) {
   std::set<std::string> keys;
   for (const auto* r : runs)
@@ -208,10 +222,7 @@ std::vector<std::string> varying_keys(const std::vector<const StudyRun*>& runs) 
   std::vector<std::string> out;
   for (const auto& k : keys) {
     std::set<std::string> values;
-    for (const auto* r : runs) {
-      auto it = r->experiment.find(k);
-      values.insert(it == r->experiment.end() ? std::string("(unset)") : it->second);
-    }
+    for (const auto* r : runs) values.insert(key_value(*r, k));
     if (values.size() > 1) out.push_back(k);
   }
   return out;
@@ -219,10 +230,7 @@ std::vector<std::string> varying_keys(const std::vector<const StudyRun*>& runs) 
 
 std::string settings_of(const StudyRun& r, const std::vector<std::string>& keys) {
   std::vector<std::string> parts;
-  for (const auto& k : keys) {
-    auto it = r.experiment.find(k);
-    parts.push_back(k + "=" + (it == r.experiment.end() ? std::string("(unset)") : it->second));
-  }
+  for (const auto& k : keys) parts.push_back(k + "=" + key_value(r, k));
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
