@@ -23,6 +23,7 @@
 
 #include "bench.h"
 #include "cli.h"
+#include "prism/analysis/stats.h"
 #include "prism/ops/adamw.h"
 #include "prism/ops/attention.h"
 #include "prism/ops/attention_fused.h"
@@ -169,6 +170,8 @@ struct Settings {
 struct PairResult {
   Measured uniform, prism;
   double ratio = 0;  // Prism / uniform tokens/s: median over steps of the paired time ratios
+  Interval ratio_ci{std::nan(""), std::nan("")};  // 95% distribution-free interval of that median
+  double ratio_coverage = std::nan("");
   OpProfileResult uniform_profile, prism_profile;
 };
 
@@ -223,6 +226,7 @@ PairResult time_pair(const Settings& s, bool bf16, const std::string& trace, Pea
   r.uniform.tokens_per_s = tokens / su;
   r.prism.tokens_per_s = tokens / sp;
   r.ratio = median(ratios);
+  r.ratio_ci = median_interval(ratios, 0.95, &r.ratio_coverage);
   return r;
 }
 
@@ -580,6 +584,16 @@ void print_rows(const Settings& s, bool bf16, const References& refs, const Pair
   if (s.with_compiled) row("PyTorch torch.compile, uniform", refs.compiled.m.tokens_per_s, "");
   row("Prism C++, uniform " + s.uniform.compact(), pair.uniform.tokens_per_s, "1.00x");
   row("Prism C++, " + s.prism.compact(), pair.prism.tokens_per_s, fmt::format("{:.3f}x", pair.ratio));
+  if (std::isfinite(pair.ratio_ci.lo))
+    std::cout << fmt::format("{:<5} {} vs uniform: median {:.3f}x, 95% interval of the median [{:.3f}, {:.3f}] "
+                             "(order statistics of the {} paired steps, coverage {:.3f}; nominal: steps in one process "
+                             "are not independent draws)\n",
+                             name, s.prism.compact(), pair.ratio, pair.ratio_ci.lo, pair.ratio_ci.hi, s.steps,
+                             pair.ratio_coverage);
+  else
+    std::cout << fmt::format("{:<5} {} vs uniform: median {:.3f}x, no interval: {} timed steps (a 95% interval of "
+                             "the median needs 6 or more: --steps)\n",
+                             name, s.prism.compact(), pair.ratio, s.steps);
   std::cout << fmt::format("{:<5} matmul peak measured here: {:.1f} GFLOP/s ({}^3 {} mm, best of {} rounds between the runs and steps)\n\n",
                            "", peak.best() / 1e9, peak.n(), name, peak.rounds());
 }

@@ -87,3 +87,19 @@ TEST_CASE("stats: power, minimum detectable effects, pairs needed and TOST again
   CHECK(tost_p_value(x, 0.002) == Approx(0.14938823001073437).epsilon(1e-7));
   CHECK(std::isnan(tost_p_value({0.001}, 0.01)));
 }
+
+TEST_CASE("stats: distribution-free interval of a median from order statistics", "[analysis][stats]") {
+  // n = 20 at 95%: k = 6 (1 - 2 P(Bin(20, 1/2) <= 5) = 0.9586; k = 7 gives 0.8847), so x_(6) and x_(15);
+  // scipy: 1 - 2 * binom.cdf(5, 20, 0.5) = 0.958610534667969.
+  std::vector<double> x;
+  for (int i = 20; i >= 1; --i) x.push_back(i * 0.1);
+  double cov = 0;
+  const Interval ci = median_interval(x, 0.95, &cov);
+  CHECK(ci.lo == Approx(0.6));
+  CHECK(ci.hi == Approx(1.5));
+  CHECK(cov == Approx(0.958610534667969).epsilon(1e-12));
+  // n = 6: only k = 1 (coverage 1 - 2/64 = 0.96875); n = 5 has none at 95%.
+  CHECK(median_interval({3, 1, 2, 6, 5, 4}, 0.95, &cov).lo == 1);
+  CHECK(cov == Approx(0.96875));
+  CHECK(std::isnan(median_interval({1, 2, 3, 4, 5}, 0.95).lo));
+}

@@ -317,8 +317,14 @@ TEST_CASE("prism bench train's table is read for the report's throughput", "[ana
       "fp32  Prism C++, uniform 4x6                         10450         -           -       1.00x        21.0%\n"
       "fp32  Prism C++, 1x2,4x4                             10312         -           -      0.987x        20.7%\n"
       "bf16  Prism C++, uniform 4x6                         12001         -           -       1.00x        11.0%\n"
-      "bf16  Prism C++, 1x2,4x4                             12100         -           -      1.006x        11.1%\n";
+      "bf16  Prism C++, 1x2,4x4                             12100         -           -      1.006x        11.1%\n"
+      "bf16  1x2,4x4 vs uniform: median 1.006x, 95% interval of the median [0.991, 1.020] (order statistics of the 20 "
+      "paired steps, coverage 0.959; nominal: steps in one process are not independent draws)\n";
   BenchResult b = parse_bench_train(out, "1x2,4x4", "fp32");
+  CHECK(std::isnan(b.ratio_lo));  // the fp32 rows came without an interval line
+  const BenchResult b16 = parse_bench_train(out, "1x2,4x4", "bf16");
+  CHECK(b16.ratio_lo == Approx(0.991));
+  CHECK(b16.ratio_hi == Approx(1.020));
   CHECK(b.uniform_tokens_per_s == 10450);
   CHECK(b.tokens_per_s == 10312);
   CHECK(b.ratio == Approx(0.987));

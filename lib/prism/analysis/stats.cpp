@@ -151,6 +151,21 @@ double tost_p_value(const std::vector<double>& x, double margin) {
   return std::max(p_low, p_high);
 }
 
+Interval median_interval(std::vector<double> x, double confidence, double* coverage) {
+  const Interval none{kNaN, kNaN};
+  if (coverage) *coverage = kNaN;
+  const auto n = static_cast<int64_t>(x.size());
+  if (n < 1 || !(confidence > 0 && confidence < 1)) return none;
+  const boost::math::binomial bin(static_cast<double>(n), 0.5);
+  int64_t best = 0;
+  for (int64_t k = 1; 2 * k <= n + 1; ++k)
+    if (1 - 2 * boost::math::cdf(bin, static_cast<double>(k - 1)) >= confidence) best = k;
+  if (best == 0) return none;
+  std::sort(x.begin(), x.end());
+  if (coverage) *coverage = 1 - 2 * boost::math::cdf(bin, static_cast<double>(best - 1));
+  return {x[static_cast<size_t>(best - 1)], x[static_cast<size_t>(n - best)]};
+}
+
 double mcnemar_exact_p(int64_t b, int64_t c) {
   if (b < 0 || c < 0) throw Error("negative discordant counts", "mcnemar_exact_p", "count items, not differences");
   const int64_t n = b + c;

@@ -57,6 +57,12 @@ int pairs_for_effect(double effect, double sd, double alpha, double power = 0.8,
 // and mean >= margin; below alpha, the mean lies within the margin. NaN below 2 samples.
 double tost_p_value(const std::vector<double>& x, double margin);
 
+// A distribution-free interval for the median: the order statistics x_(k) and x_(n-k+1) with
+// the largest k whose coverage 1 - 2 P(Bin(n, 1/2) <= k - 1) is at least `confidence`
+// (it holds for any continuous distribution of independent draws). NaN, NaN where n is too
+// small for any (n < 6 at 95%). `coverage`, if given, receives the interval's exact coverage.
+Interval median_interval(std::vector<double> x, double confidence, double* coverage = nullptr);
+
 // McNemar's exact two-sided test for paired right/wrong outcomes: b items only
 // the first model got right, c only the second. The p-value is the binomial
 // test of b out of b + c at 1/2 (scipy.stats.binomtest(b, b + c).pvalue); 1 when

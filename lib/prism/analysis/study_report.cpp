@@ -346,6 +346,7 @@ std::string bench_dtype(const StudyRun& r, int threads) {
 Throughput measure_throughput(const StudyConfig& c, const StudyConfig* base, const ReportOptions& o) {
   Throughput t;
   t.uniform_tokens_per_s = t.tokens_per_s = t.ratio = kNaN;
+  t.ratio_ci = {kNaN, kNaN};
   if (c.uniform || !base) return t;
   if (o.bench_steps <= 0) {
     t.note = "the report measures it when asked (prism report --bench-steps N; scripts/study-report.sh does)";
@@ -380,6 +381,7 @@ Throughput measure_throughput(const StudyConfig& c, const StudyConfig* base, con
   t.uniform_tokens_per_s = b.uniform_tokens_per_s;
   t.tokens_per_s = b.tokens_per_s;
   t.ratio = b.ratio;
+  t.ratio_ci = {b.ratio_lo, b.ratio_hi};
   t.dtype = q.dtype;
   t.machine = b.machine;
   t.command = b.command;
@@ -608,7 +610,7 @@ struct ReportTables {
                     "acc_norm_stderr", "acc_norm_diff_vs_uniform", "seed_pairs_tested", "item_comparisons",
                     "only_this_right", "only_uniform_right", "mcnemar_p", "mcnemar_p_holm"};
     thr.columns = {"scale", "schedule", "settings", "measured", "dtype", "uniform_tokens_per_s", "tokens_per_s",
-                   "ratio_to_uniform", "machine", "command", "note"};
+                   "ratio_to_uniform", "machine", "command", "note", "ratio_ci_lo", "ratio_ci_hi"};
     delta.columns = {"scale", "schedule", "settings", "layer", "heads", "baseline_heads", "head_dim", "transition",
                      "prism", "uniform", "delta", "batch_ci_lo", "batch_ci_hi", "seed_method", "seed_pairs",
                      "seed_ci_lo", "seed_ci_hi", "seed_p", "seed_p_holm", "prism_normalized", "uniform_normalized",
@@ -664,7 +666,7 @@ std::vector<std::pair<std::string, Table>> report_tables(const StudyReport& rep)
       const auto& th = cr.throughput;
       if (!c.uniform)
         thr.add({sc.label, c.schedule, c.settings, int64_t(th.measured), th.dtype, th.uniform_tokens_per_s,
-                 th.tokens_per_s, th.ratio, th.machine, th.command, th.note});
+                 th.tokens_per_s, th.ratio, th.machine, th.command, th.note, th.ratio_ci.lo, th.ratio_ci.hi});
       if (cr.delta) {
         for (size_t l = 0; l < cr.delta->rows.size(); ++l) {
           const auto& r = cr.delta->rows[l];

@@ -123,6 +123,7 @@ struct TaskScore {
 struct Throughput {
   bool measured = false;
   double uniform_tokens_per_s = 0, tokens_per_s = 0, ratio = 0;  // NaN unless measured
+  Interval ratio_ci{};            // 95% distribution-free interval of the median ratio; NaN below 6 steps
   std::string dtype, machine, command;
   std::string note;               // why it was not measured ("" when it was)
 };

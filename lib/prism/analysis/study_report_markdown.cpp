@@ -332,15 +332,19 @@ void throughput_table(std::ostringstream& md, const ScaleReport& s) {
       "Measured by this report with `prism bench train` on {}: per schedule one process in which the uniform "
       "model's and the schedule's training steps (forward, backward, clip, AdamW; random tokens of the study's "
       "batch and length) take turns, timed on the process's CPU clock; the ratio is the median over the timed "
-      "steps of the paired step-time ratios. For example: `{}`.\n\n",
+      "steps of the paired step-time ratios, with a 95% distribution-free interval of that median (order "
+      "statistics; nominal: steps of one process are not independent draws; none below 6 steps). For example: "
+      "`{}`.\n\n",
       fmt::join(machines, "; "), example);
   md << "| schedule | dtype | uniform tokens/s | tokens/s | ratio to uniform |\n|---|---|---|---|---|\n";
   for (const auto& cr : s.configs) {
     if (cr.config->uniform) continue;
     const Throughput& t = cr.throughput;
     if (t.measured)
-      md << fmt::format("| {} | {} | {} | {} | {:.3f} |\n", row_label(*cr.config), t.dtype,
-                        report_count(t.uniform_tokens_per_s), report_count(t.tokens_per_s), t.ratio);
+      md << fmt::format("| {} | {} | {} | {} | {:.3f} {} |\n", row_label(*cr.config), t.dtype,
+                        report_count(t.uniform_tokens_per_s), report_count(t.tokens_per_s), t.ratio,
+                        std::isfinite(t.ratio_ci.lo) ? fmt::format("[{:.3f}, {:.3f}]", t.ratio_ci.lo, t.ratio_ci.hi)
+                                                     : std::string("(no interval)"));
     else
       md << fmt::format("| {} | | | | not measured: {} |\n", row_label(*cr.config), t.note);
   }

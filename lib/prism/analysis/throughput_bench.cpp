@@ -88,6 +88,19 @@ BenchResult parse_bench_train(const std::string& output, const std::string& head
   std::string ratio = p[3];
   if (!ratio.empty() && ratio.back() == 'x') ratio.pop_back();
   b.ratio = number(ratio, "the ratio to uniform");
+  // "<dtype> <heads> vs uniform: median 1.005x, 95% interval of the median [0.990, 1.021] ..."
+  b.ratio_lo = b.ratio_hi = std::nan("");
+  std::istringstream lines(output);
+  const std::string key = " " + heads + " vs uniform: median ";  // after the dtype, padded to 5
+  for (std::string line; std::getline(lines, line);) {
+    const size_t at = line.find(key), open = line.find("interval of the median [");
+    if (line.rfind(dtype, 0) != 0 || at == std::string::npos || open == std::string::npos) continue;
+    const size_t from = open + std::string("interval of the median [").size(), comma = line.find(", ", from),
+                 close = line.find(']', from);
+    if (comma == std::string::npos || close == std::string::npos) continue;
+    b.ratio_lo = number(line.substr(from, comma - from), "the ratio interval's low end");
+    b.ratio_hi = number(line.substr(comma + 2, close - comma - 2), "the ratio interval's high end");
+  }
   return b;
 }
 

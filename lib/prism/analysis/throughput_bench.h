@@ -24,6 +24,7 @@ struct BenchRequest {
 struct BenchResult {
   double uniform_tokens_per_s = 0, tokens_per_s = 0;
   double ratio = 0;            // schedule / uniform tokens/s: the median of the paired step-time ratios
+  double ratio_lo = 0, ratio_hi = 0;  // its 95% interval (order statistics); NaN below 6 steps
   std::string machine;         // the bench's own description of the machine
   std::string command;         // what ran
 };
