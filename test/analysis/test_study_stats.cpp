@@ -16,6 +16,7 @@
 #include "prism/analysis/study_report.h"
 #include "prism/analysis/table.h"
 #include "prism/analysis/throughput_bench.h"
+#include "prism/config/model_config.h"
 #include "prism/error.h"
 #include "prism/schedule/head_schedule.h"
 #include "support.h"
@@ -352,9 +353,9 @@ TEST_CASE("study report verdicts come from the numbers, in a fixed vocabulary", 
   CHECK(comparison_verdict(+0.001, std::nan(""), std::nan(""), 0.05) == "unresolved");
   // A significant difference inside the margin is still a difference.
   CHECK(comparison_verdict(-0.001, 0.01, 0.001, 0.05) == "better");
-  CHECK(default_margin("gpt2-124m") == 0.0144);
-  CHECK(default_margin("prism-757m") == 0.0084);
-  CHECK(default_margin("cpu-128") == 0.01);
+  CHECK(paper_effect("gpt2-124m").nats == 0.0144);
+  CHECK(paper_effect("prism-757m").nats == 0.0084);
+  CHECK(paper_effect("cpu-128").nats == 0.01);
 }
 
 TEST_CASE("a key one arm leaves out is named by its default, not as unset", "[analysis][report]") {

@@ -15,16 +15,6 @@
 
 namespace prism {
 
-namespace {
-
-std::string verdict_for(double mean, double p, double tost, const SequentialLevels& level) {
-  if (std::isfinite(p) && p < level.difference) return mean < 0 ? "better" : "worse";
-  if (std::isfinite(tost) && tost < level.equivalence) return "equivalent";
-  return "";
-}
-
-}  // namespace
-
 void SequentialDesign::check() const {
   const char* fix = "e.g. sequential: {first: 3, step: 3, cap: 21}";
   if (first < 2) throw Error(fmt::format("sequential.first is {}: a paired t needs 2 pairs", first), "sequential.first", fix);
@@ -109,37 +99,48 @@ SequentialLevels sequential_levels(const SequentialDesign& d, int comparisons) {
 
 namespace {
 
-// One look at `level` over the first n pairs of each comparison.
-std::vector<std::string> look_at(const SequentialDesign& d, const SequentialLevels& level, size_t n,
-                                 const std::vector<std::vector<double>>& diffs, const std::vector<std::string>& given) {
-  std::vector<double> p, tost, mean;
-  for (const auto& x : diffs) {
-    if (x.size() < n)
-      throw Error(fmt::format("a comparison has {} seed pairs; this look needs {}", x.size(), n), "sequential",
-                  "train the missing seeds of every compared schedule and of uniform");
-    const std::vector<double> head(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(n));
-    p.push_back(mean_p_value(head));
-    tost.push_back(d.margin > 0 ? tost_p_value(head, d.margin) : std::nan(""));
-    mean.push_back(mean_of(head));
+// The design's levels as critical t values, per look: a p-value is below its level exactly when
+// its t statistic is beyond the critical value, so a look needs no cdf per comparison.
+struct LookCriticals {
+  std::vector<double> difference, equivalence;
+};
+
+LookCriticals look_criticals(const SequentialDesign& d, const SequentialLevels& levels) {
+  LookCriticals c;
+  for (int k = 0; k < d.looks(); ++k) {
+    const boost::math::students_t t(d.pairs_at(k) - 1);
+    c.difference.push_back(boost::math::quantile(boost::math::complement(t, levels.difference / 2)));
+    c.equivalence.push_back(d.margin > 0 ? boost::math::quantile(boost::math::complement(t, levels.equivalence)) : 0.0);
   }
-  std::vector<std::string> out(diffs.size());
-  for (size_t c = 0; c < diffs.size(); ++c)
-    out[c] = c < given.size() && !given[c].empty() ? given[c] : verdict_for(mean[c], p[c], tost[c], level);
-  return out;
+  return c;
+}
+
+// Look k of every still-open comparison ("" in `given`) over its first pairs_at(k) pairs: the
+// two-sided paired t beyond its critical value gives better/worse, else both one-sided TOST
+// statistics beyond theirs give equivalent. (An sd of 0 reads as an infinite statistic, as
+// mean_p_value and tost_p_value take it.) Verdicts already given stand.
+void look(const SequentialDesign& d, const LookCriticals& crit, int k, const std::vector<std::vector<double>>& diffs,
+          std::vector<std::string>& given) {
+  const size_t n = static_cast<size_t>(d.pairs_at(k)), kk = static_cast<size_t>(k);
+  for (size_t c = 0; c < diffs.size(); ++c) {
+    if (diffs[c].size() < n)
+      throw Error(fmt::format("a comparison has {} seed pairs; this look needs {} (look {})", diffs[c].size(), n, k + 1),
+                  "sequential", "train the missing seeds of every compared schedule and of uniform");
+    if (!given[c].empty()) continue;
+    const std::vector<double>& x = diffs[c];
+    const std::vector<double> first =
+        x.size() == n ? std::vector<double>{} : std::vector<double>(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(n));
+    const std::vector<double>& head = x.size() == n ? x : first;  // a simulation's looks end at the last pair
+    const double mean = mean_of(head), se = mean_stderr(head);
+    if (std::abs(mean) / se > crit.difference[kk])
+      given[c] = mean < 0 ? "better" : "worse";
+    else if (d.margin > 0 && (mean + d.margin) / se > crit.equivalence[kk] &&
+             (mean - d.margin) / se < -crit.equivalence[kk])
+      given[c] = "equivalent";
+  }
 }
 
 }  // namespace
-
-std::vector<std::string> sequential_look(const SequentialDesign& d, int look,
-                                         const std::vector<std::vector<double>>& diffs,
-                                         const std::vector<std::string>& given) {
-  d.check();
-  if (look < 0 || look >= d.looks())
-    throw Error(fmt::format("look {} of a design with {} looks", look + 1, d.looks()), "sequential",
-                "looks count from 1 to the design's last");
-  return look_at(d, sequential_levels(d, static_cast<int>(diffs.size())), static_cast<size_t>(d.pairs_at(look)), diffs,
-                 given);
-}
 
 std::vector<std::vector<std::string>> sequential_history(const SequentialDesign& d,
                                                           const std::vector<std::vector<double>>& diffs, int pairs) {
@@ -148,11 +149,11 @@ std::vector<std::vector<std::string>> sequential_history(const SequentialDesign&
     throw Error(fmt::format("{} seed pairs is not a look of the design (first {}, step {}, cap {})", pairs, d.first,
                             d.step, d.cap),
                 "sequential", "train seeds up to the next look's count, or report the look before");
-  const SequentialLevels levels = sequential_levels(d, static_cast<int>(diffs.size()));
+  const LookCriticals crit = look_criticals(d, sequential_levels(d, static_cast<int>(diffs.size())));
   std::vector<std::vector<std::string>> out;
   std::vector<std::string> given(diffs.size());
   for (int k = 0; k <= last; ++k) {
-    given = look_at(d, levels, static_cast<size_t>(d.pairs_at(k)), diffs, given);
+    look(d, crit, k, diffs, given);
     out.push_back(given);
   }
   return out;
@@ -171,14 +172,7 @@ SequentialSim simulate_sequential(const SequentialDesign& d, int comparisons, do
   SequentialSim r;
   r.sims = sims;
   double pairs_sum = 0, right = 0;
-  const SequentialLevels levels = sequential_levels(d, comparisons);
-  // The levels as critical t values per look (p < level exactly when |t| > crit): no cdf per test.
-  std::vector<double> crit_diff, crit_equiv;
-  for (int k = 0; k < d.looks(); ++k) {
-    const boost::math::students_t t(d.pairs_at(k) - 1);
-    crit_diff.push_back(boost::math::quantile(boost::math::complement(t, levels.difference / 2)));
-    crit_equiv.push_back(d.margin > 0 ? boost::math::quantile(boost::math::complement(t, levels.equivalence)) : 0.0);
-  }
+  const LookCriticals crit = look_criticals(d, sequential_levels(d, comparisons));
   std::vector<std::vector<double>> diffs(static_cast<size_t>(comparisons));
   for (int s = 0; s < sims; ++s) {
     for (auto& x : diffs) x.clear();
@@ -190,14 +184,7 @@ SequentialSim simulate_sequential(const SequentialDesign& d, int comparisons, do
         const double u = noise(rng);
         for (auto& x : diffs) x.push_back(effect + noise(rng) - u);
       }
-      for (size_t c = 0; c < diffs.size(); ++c) {
-        if (!given[c].empty()) continue;
-        const double mean = mean_of(diffs[c]), se = mean_stderr(diffs[c]);
-        if (std::abs(mean) / se > crit_diff[static_cast<size_t>(k)]) given[c] = mean < 0 ? "better" : "worse";
-        else if (d.margin > 0 && (mean + d.margin) / se > crit_equiv[static_cast<size_t>(k)] &&
-                 (mean - d.margin) / se < -crit_equiv[static_cast<size_t>(k)])
-          given[c] = "equivalent";
-      }
+      look(d, crit, k, diffs, given);
       used = n;
       if (std::all_of(given.begin(), given.end(), [](const std::string& v) { return !v.empty(); })) break;
     }

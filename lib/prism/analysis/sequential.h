@@ -42,16 +42,10 @@ struct SequentialLevels {
 };
 SequentialLevels sequential_levels(const SequentialDesign& d, int comparisons);
 
-// One look of the design over m = diffs.size() comparisons: `diffs[c]` holds comparison c's paired
-// differences (Prism - uniform) in seed order, at least pairs_at(look) of them; the
-// first pairs_at(look) are used. `given` holds the verdicts of earlier looks ("" where
-// none): they stand. Returns each comparison's verdict after this look.
-std::vector<std::string> sequential_look(const SequentialDesign& d, int look,
-                                         const std::vector<std::vector<double>>& diffs,
-                                         const std::vector<std::string>& given);
-
 // Every look up to the one at `pairs` (a pair count of the design), in order: the
-// verdicts after each. The last entry is the study's state now.
+// verdicts after each ("" unresolved) of m = diffs.size() comparisons, each given as its
+// paired differences (Prism - uniform) in seed order, the first pairs_at(look) used at a
+// look. A verdict, once given, stands. The last entry is the study's state now.
 std::vector<std::vector<std::string>> sequential_history(const SequentialDesign& d,
                                                           const std::vector<std::vector<double>>& diffs, int pairs);
 

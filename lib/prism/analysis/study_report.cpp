@@ -527,8 +527,6 @@ std::string report_slug(const std::string& text) {
   return out.empty() ? "x" : out;
 }
 
-double default_margin(const std::string& scale_label) { return paper_effect_nats(scale_label); }
-
 std::string comparison_verdict(double mean, double p_holm, double tost_p_holm, double alpha) {
   if (std::isfinite(p_holm) && p_holm < alpha) return mean < 0 ? "better" : "worse";
   if (std::isfinite(tost_p_holm) && tost_p_holm < alpha) return "equivalent";
@@ -568,7 +566,7 @@ StudyReport build_study_report(Study study, const ReportOptions& o) {
       cr.loss = loss_summary(c, o.confidence);
       if (cr.baseline)
         cr.diff = loss_difference(c, *cr.baseline, o.confidence,
-                                  std::isfinite(o.margin) ? o.margin : default_margin(sc.label));
+                                  std::isfinite(o.margin) ? o.margin : paper_effect(sc.label).nats);
       cr.milestones = milestones(c, cr.baseline, s.levels, o.confidence);
       cr.tasks = task_scores(c, cr.baseline, s.tasks);
       cr.throughput = measure_throughput(c, cr.baseline, o);

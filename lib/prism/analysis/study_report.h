@@ -49,18 +49,13 @@ struct ReportOptions {
   int bench_threads = 1;          // the CPU study trains one thread per run
   std::string prism;              // the binary the bench runs ("": this one)
   // The equivalence margin in nats (two one-sided tests of |Prism - uniform| < margin); NaN:
-  // default_margin() of each scale.
+  // paper_effect(scale).nats of each scale (config/model_config.h).
   double margin = std::numeric_limits<double>::quiet_NaN();
   double power = 0.8;             // the power the minimum detectable effects are stated at
   // Seeds until resolved (prism report --sequential FIRST:STEP:CAP; analysis/sequential.h):
   // first 0 reports none. Its margin is the report's.
   SequentialDesign sequential{0, 0, 0};
 };
-
-// The paper's effect at a scale, the default equivalence margin: gpt2-124m 0.0144 nats
-// (3.3748 - 3.3604), prism-757m 0.0084 (2.8106 - 2.8022), gpt2-354m 0.0084 (the paper gives
-// none there: the smaller of the two), any other model 0.01 (the CPU study's target).
-double default_margin(const std::string& scale_label);
 
 // A comparison's verdict from its numbers, in a fixed vocabulary: "better" or "worse" where
 // the Holm-adjusted p of the difference is below alpha (lower loss is better), else

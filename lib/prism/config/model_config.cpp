@@ -77,10 +77,11 @@ void require_rope_head_widths(const ModelConfig& m, const std::vector<int>& head
                   where, "choose head counts that leave an even head width, or model.position: learned");
 }
 
-double paper_effect_nats(const std::string& preset) {
-  if (preset == "gpt2-124m") return 0.0144;
-  if (preset == "prism-757m" || preset == "gpt2-354m") return 0.0084;
-  return 0.01;
+PaperEffect paper_effect(const std::string& preset) {
+  if (preset == "gpt2-124m" || preset == "prism-757m")
+    return {preset == "gpt2-124m" ? 0.0144 : 0.0084, "the paper's effect at " + preset};
+  if (preset == "gpt2-354m") return {0.0084, "the paper's 757M effect: it gives none at 354M"};
+  return {0.01, "the CPU study's target; no paper scale"};
 }
 
 }  // namespace prism

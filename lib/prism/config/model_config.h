@@ -47,8 +47,13 @@ ModelConfig model_preset(const std::string& name);
 // The paper's effect (uniform - Prism validation loss, nats) at a model preset's scale:
 // gpt2-124m 0.0144 (3.3748 - 3.3604), prism-757m 0.0084 (2.8106 - 2.8022), gpt2-354m 0.0084
 // (the paper gives none there: the smaller of the two); any other model 0.01, the CPU study's
-// target. The default equivalence margin of `prism report` and target of a dry run's power plan.
-double paper_effect_nats(const std::string& preset);
+// target. The default equivalence margin of `prism report` and target of a dry run's power plan;
+// `source` says where the figure comes from, in words.
+struct PaperEffect {
+  double nats = 0;
+  std::string source;
+};
+PaperEffect paper_effect(const std::string& preset);
 
 // Shape checks independent of the schedule (d_model % n_head, positive sizes, rope_theta > 0).
 void validate_model_config(const ModelConfig& m, const std::string& where);

@@ -220,7 +220,6 @@ std::string format_power_plan(const SweepPlan& plan, const std::string& pilot_di
   // One comparison's own cost: its schedule's trials and the baseline's, per seed (the baseline
   // shared by every comparison, so the grid's cost is not the comparisons' sum).
   double base_flops = 0, base_h = 0, cmp_flops = 0, cmp_h = 0;
-  int base_trials = 0, cmp_trials = 0;
   const EstimateSettings& est = plan.settings.estimate;
   const bool hours = est.tokens_per_s > 0 || est.peak_flops > 0;
   for (const auto& t : plan.trials) {
@@ -232,7 +231,6 @@ std::string format_power_plan(const SweepPlan& plan, const std::string& pilot_di
     device_h += h;
     (t.baseline ? base_flops : cmp_flops) += fpt * n;
     (t.baseline ? base_h : cmp_h) += h;
-    ++(t.baseline ? base_trials : cmp_trials);
   }
   if (comparisons.empty() || plan.trials.empty()) return "";
   const int m = static_cast<int>(comparisons.size()), s = static_cast<int>(seeds.size());
@@ -257,12 +255,10 @@ std::string format_power_plan(const SweepPlan& plan, const std::string& pilot_di
                  "--pilot DIR (a finished sweep of the same setting with 2+ seeds), or state sweep.power: {sd: ..., "
                  "source: ...}\n";
   const std::string preset = trial_config(plan.trials[0]).model.preset;
-  const double effect = plan.settings.power.effect > 0 ? plan.settings.power.effect : paper_effect_nats(preset);
-  const std::string effect_src = plan.settings.power.effect > 0 ? "sweep.power.effect"
-                                 : (preset == "gpt2-124m" || preset == "prism-757m")
-                                     ? fmt::format("the paper's effect at {}", preset)
-                                 : preset == "gpt2-354m" ? "the paper's 757M effect: it gives none at 354M"
-                                                         : "the CPU study's target; no paper scale";
+  const PaperEffect paper = paper_effect(preset);
+  const bool stated = plan.settings.power.effect > 0;
+  const double effect = stated ? plan.settings.power.effect : paper.nats;
+  const std::string effect_src = stated ? "sweep.power.effect" : paper.source;
   out += "  sd of the paired differences: " + sd_text + "\n";
   if (s < 2)
     out += fmt::format("  with this grid's {} seed: no paired interval (a paired t needs 2 seeds or more)\n", s);
@@ -272,8 +268,7 @@ std::string format_power_plan(const SweepPlan& plan, const std::string& pilot_di
   auto cost = [&](int n) {
     const double k = static_cast<double>(n) / std::max(s, 1);
     // One comparison: the baseline's trials and one schedule's (the mean over schedules), n seeds.
-    const double one_f = (base_flops + (cmp_trials ? cmp_flops / m : 0)) * k,
-                 one_h = (base_h + (cmp_trials ? cmp_h / m : 0)) * k;
+    const double one_f = (base_flops + cmp_flops / m) * k, one_h = (base_h + cmp_h / m) * k;
     std::string c = fmt::format("one comparison {:.3e} training FLOPs", one_f);
     if (hours) c += fmt::format(", {:.1f} device-h", one_h);
     c += fmt::format("; the whole grid {:.3e}", flops * k);

@@ -71,7 +71,7 @@ EstimateSettings parse_estimate_section(ConfigNode section);
 
 // What a dry run plans seeds with (sweep.power): the sd of Prism - uniform paired by seed,
 // stated with where it comes from (or measured from a pilot sweep: --pilot DIR), and the
-// effect the study must detect (0: the paper's at the model's scale, paper_effect_nats).
+// effect the study must detect (0: the paper's at the model's scale, paper_effect).
 struct PowerSettings {
   double sd = 0;               // nats; 0: none stated
   std::string source;          // where the sd comes from (required with sd)
