@@ -5,8 +5,8 @@
 #include <iostream>
 
 #include "cli.h"
+#include "prism/analysis/search_evidence.h"
 #include "prism/error.h"
-#include "prism/search/evidence.h"
 #include "prism/search/search.h"
 #include "prism/train/distributed.h"
 
@@ -34,19 +34,38 @@ const char* kUsage =
     "programming, guidelines 4-6 are reported, and the run directory gets ranking.csv and\n"
     "top.yaml, a sweep file that trains the top schedules from scratch (prism sweep).\n"
     "Plot how the choice evolved: python scripts/plot/search.py RUN_DIR.\n\n"
-    "--ground-truth: the evidence (search/evidence.h): the ground truth's paired intervals,\n"
+    "--ground-truth: the evidence (analysis/search_evidence.h): the ground truth's paired intervals,\n"
     "top band and spread; each search's Kendall tau against it and whether its pick, trained\n"
     "from scratch with the ground truth's seeds (a ground-truth trial, or one of --retrained),\n"
     "falls in the top band; compute against the grid's; random search and successive halving\n"
     "(--halving) at the same compute. Writes evidence.md and CSVs into --report. A search\n"
     "whose fine-tuning ran (prism sweep RUN_DIR/finetune.yaml --out RUN_DIR/finetune) is judged\n"
-    "by that ranking and costed with it; --ranking shared judges the shared weights' instead.\n\n"
+    "by that ranking and costed with it; --ranking shared judges the shared weights' instead.\n"
+    "The targets each method is judged by are options (--target-tau, --target-band,\n"
+    "--target-share; the ground truth's spread against --target-spread).\n\n"
     "examples:\n"
     "  prism search experiments/search/cpu-128.yaml --dry-run\n"
     "  prism search experiments/search/cpu-128.yaml --out runs/search-cpu\n"
     "  prism search experiments/search/cpu-128.yaml search.method=mixture --out runs/search-mix\n"
     "  prism search --resume runs/search-cpu\n"
     "  torchrun --no-python --nproc-per-node 2 prism search experiments/search/cpu-128.yaml";
+
+// prism search --ground-truth ...: judge searches against a grid trained from scratch.
+int run_evidence(const po::variables_map& vm) {
+  EvidenceOptions eo;
+  eo.ground_truth = vm["ground-truth"].as<std::string>();
+  if (vm.count("searches")) eo.searches = vm["searches"].as<std::vector<std::string>>();
+  if (vm.count("retrained")) eo.retrained = vm["retrained"].as<std::vector<std::string>>();
+  if (vm.count("halving")) eo.halving = vm["halving"].as<std::vector<std::string>>();
+  eo.pick = vm["pick"].as<std::string>();
+  eo.ranking = vm["ranking"].as<std::string>();
+  eo.targets = {vm["target-tau"].as<double>(), vm["target-band"].as<double>(), vm["target-share"].as<double>(),
+                vm["target-spread"].as<double>()};
+  const Evidence e = evaluate_search(eo);
+  if (vm.count("report")) write_evidence(e, vm["report"].as<std::string>());
+  std::cout << e.markdown;
+  return 0;
+}
 
 int run(const std::vector<std::string>& args) {
   return guarded("search", [&]() -> int {
@@ -65,28 +84,22 @@ int run(const std::vector<std::string>& args) {
         ("pick", po::value<std::string>()->default_value("unconstrained"), "evidence: the pick judged: decoded | unconstrained")
         ("ranking", po::value<std::string>()->default_value("finetuned"),
          "evidence: the ranking judged: finetuned (RUN_DIR/finetune's, where it exists) | shared")
-        ("report", po::value<std::string>(), "evidence: where evidence.md and the CSVs go");
+        ("report", po::value<std::string>(), "evidence: where evidence.md and the CSVs go")
+        ("target-tau", po::value<double>()->default_value(0.6, "0.6"),
+         "evidence target: a method's mean Kendall tau against the ground truth, at least")
+        ("target-band", po::value<double>()->default_value(2.0 / 3.0, "0.667 (2 of 3)"),
+         "evidence target: the share of a method's searches whose pick is in the top band, at least")
+        ("target-share", po::value<double>()->default_value(0.25, "0.25"),
+         "evidence target: search + fine-tune + retraining the pick, as a share of the grid's compute, at most")
+        ("target-spread", po::value<double>()->default_value(5, "5"),
+         "evidence target: the ground truth's best-to-worst spread over its paired half-width, at least");
     const bool resuming = std::find(args.begin(), args.end(), "--resume") != args.end();
     po::positional_options_description pos, pos_resume;
     pos.add("search", 1).add("set", -1);
     pos_resume.add("set", -1);
     po::variables_map vm;
     if (!parse("search", kUsage, opts, resuming ? pos_resume : pos, args, vm)) return 0;
-    if (vm.count("ground-truth")) {
-      EvidenceOptions eo;
-      eo.ground_truth = vm["ground-truth"].as<std::string>();
-      for (const char* key : {"searches", "retrained", "halving"})
-        if (vm.count(key)) {
-          auto& dst = std::string(key) == "searches" ? eo.searches : std::string(key) == "retrained" ? eo.retrained : eo.halving;
-          dst = vm[key].as<std::vector<std::string>>();
-        }
-      eo.pick = vm["pick"].as<std::string>();
-      eo.ranking = vm["ranking"].as<std::string>();
-      const Evidence e = evaluate_search(eo);
-      if (vm.count("report")) write_evidence(e, vm["report"].as<std::string>());
-      std::cout << e.markdown;
-      return 0;
-    }
+    if (vm.count("ground-truth")) return run_evidence(vm);
     std::vector<std::string> overrides;
     if (vm.count("set")) overrides = vm["set"].as<std::vector<std::string>>();
     SearchOptions so;

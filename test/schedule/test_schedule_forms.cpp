@@ -10,6 +10,10 @@ TEST_CASE("compact forms resolve to one list of counts", "[schedule]") {
   CHECK(HeadSchedule::parse("3,3,3,6,6,6,12,12,12,12,12,12").heads() == paper124);
   CHECK(HeadSchedule::parse("3x3,6x3,12x6").heads() == paper124);
   CHECK(HeadSchedule::parse("[3x3, 6, 6, 6, 12x6]").heads() == paper124);
+  // The forms prism's CSVs write: summary.csv's "[1, 1, 4]", ranking.csv's space-separated "32 8".
+  CHECK(HeadSchedule::parse("[1, 1, 4]").heads() == std::vector<int>{1, 1, 4});
+  CHECK(HeadSchedule::parse("32 8").heads() == std::vector<int>{32, 8});
+  CHECK(HeadSchedule::parse(" 3 x 3 ,6x3  12 x 6 ").heads() == paper124);
   CHECK(HeadSchedule::from_staircase({{256, 3}, {128, 3}, {64, 6}}, 768).heads() == paper124);
   CHECK(HeadSchedule::uniform(4, 12).heads() == std::vector<int>{12, 12, 12, 12});
 }
@@ -26,7 +30,7 @@ TEST_CASE("compact() round-trips and names runs", "[schedule]") {
 }
 
 TEST_CASE("malformed compact forms are errors that show the fix", "[schedule]") {
-  for (const char* bad : {"", "3,,6", "3x", "x3", "3x0", "a,b", "3y2", "-3"}) {
+  for (const char* bad : {"", "3,,6", "3 , ,6", "3x", "x3", "3x0", "a,b", "3y2", "-3", "[ ]"}) {
     INFO(bad);
     CHECK_THROWS_AS(HeadSchedule::parse(bad), prism::Error);
   }

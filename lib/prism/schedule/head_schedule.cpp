@@ -31,10 +31,21 @@ HeadSchedule HeadSchedule::from_staircase(const std::vector<Stair>& stairs, int 
   return HeadSchedule(std::move(heads));
 }
 
+// Also reads the forms prism's CSVs carry: "[1, 1, 4]" (summary.csv) and "32 8" (ranking.csv), where
+// whitespace alone between two numbers separates them; elsewhere ("3 x 2", "1, 1") it is only spacing.
 HeadSchedule HeadSchedule::parse(const std::string& text) {
   std::string s;
-  for (char c : text)
-    if (!std::isspace(static_cast<unsigned char>(c)) && c != '[' && c != ']') s += c;
+  bool gap = false;  // whitespace seen since the last character kept
+  for (char c : text) {
+    if (c == '[' || c == ']' || std::isspace(static_cast<unsigned char>(c))) {
+      gap = true;
+      continue;
+    }
+    if (gap && !s.empty() && std::isdigit(static_cast<unsigned char>(s.back())) && std::isdigit(static_cast<unsigned char>(c)))
+      s += ',';
+    gap = false;
+    s += c;
+  }
   auto bad = [&](const std::string& item) {
     return Error(fmt::format("cannot read '{}' in head schedule '{}'", item, text), "head schedule",
                  "write counts separated by commas, with NxK for N repeated K times: 3x3,6x3,12x6");

@@ -1,4 +1,4 @@
-// prism search --ground-truth (search/evidence.h) on a ground truth and three
+// prism search --ground-truth (analysis/search_evidence.h) on a ground truth and three
 // searches whose losses are written by hand, so that every figure it reports is
 // known: the paired intervals and the top band, Kendall's tau of each search,
 // whether each pick falls in the band, and the targets met or missed.
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "prism/search/evidence.h"
+#include "prism/analysis/search_evidence.h"
 #include "support.h"
 #include "sweep/sweep_support.h"
 
@@ -114,6 +114,23 @@ TEST_CASE("search evidence: top band, Kendall tau, picks in band and the targets
   CHECK(number(m.rows[0][m.column("tau_mean")]) == Approx(1.0 / 9.0));
   CHECK(number(m.rows[0][m.column("picks_in_band")]) == 2);
   CHECK_THAT(e.markdown, Catch::Contains("missed by 0.489") && Catch::Contains("2 of 3 picks in the top band: met"));
+  {  // The targets come from the options (--target-*): the same numbers judged against others.
+    EvidenceOptions strict = o;
+    strict.targets.tau = 0.1;
+    strict.targets.band = 1.0;
+    strict.targets.share = 1e-6;
+    strict.targets.spread = 7;
+    const Evidence t = evaluate_search(strict);
+    CHECK_THAT(t.markdown, Catch::Contains("| Kendall tau >= 0.1 | pick in the top band in >= 1 of 1 |") &&
+                               Catch::Contains("over 3 searches: met") &&
+                               Catch::Contains("2 of 3 picks in the top band: missed") && Catch::Contains("(needed: 7x)"));
+    CHECK_THAT(t.markdown, !Catch::Contains("% of the grid: met"));
+    strict.targets.band = 0.55;  // 2 of 3 is at least 55%; a share in no small fraction reads as a percentage
+    CHECK_THAT(evaluate_search(strict).markdown,
+               Catch::Contains("in >= 55% |") && Catch::Contains("2 of 3 picks in the top band: met"));
+    strict.targets.band = 1.5;
+    CHECK_THROWS_WITH(evaluate_search(strict), Catch::Contains("--target-band"));
+  }
   // Random search at the searches' budget in runs draws that many schedules, and no more than the
   // ground truth has (here 4: a budget of 3 seeds' retraining plus the search exceeds them).
   const Table& b = e.baselines;

@@ -21,17 +21,29 @@
 //     schedules: same config and seed, the same run), and whether it falls in
 //     the top band; its compute (search.h's cost model) and that of retraining
 //     the pick, as a share of the ground-truth grid's;
-//   - the interval of tau over the searches of each method;
+//   - the interval of tau over the searches of each method, and the targets
+//     (EvidenceTargets: from the command line) met or missed;
 //   - baselines at the same compute as a search plus retraining: random search
 //     (b schedules of the ground truth, b the budget in whole runs, one seed
 //     each, the best by its loss; exact over every subset and seed) and
 //     successive halving (sweeps over the ground truth's schedules).
+// Computed first (search_evidence.cpp, its inputs read by search_evidence_inputs.cpp),
+// then rendered (search_evidence_markdown.cpp): the tables are the numbers, the
+// markdown only formats them.
 #include <string>
 #include <vector>
 
 #include "prism/analysis/table.h"
 
 namespace prism {
+
+// What a search method must reach to be called better than a grid (README.md's targets).
+struct EvidenceTargets {
+  double tau = 0.6;          // mean Kendall tau against the ground truth, at least
+  double band = 2.0 / 3.0;   // share of searches whose pick is in the top band, at least
+  double share = 0.25;       // search + retraining as a share of the grid's compute, at most
+  double spread = 5;         // the ground truth's spread over its paired half-width, at least
+};
 
 struct EvidenceOptions {
   std::string ground_truth;              // sweep directory (summary.csv)
@@ -43,6 +55,7 @@ struct EvidenceOptions {
   // where it has one; else its shared-weights ranking.csv) | shared (ranking.csv always).
   std::string ranking = "finetuned";
   double confidence = 0.95;
+  EvidenceTargets targets;
 };
 
 struct Evidence {
