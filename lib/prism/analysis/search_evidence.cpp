@@ -37,39 +37,6 @@ Paired paired(const LossBySeed& a, const LossBySeed& b, double confidence) {
 
 bool contains_zero(const Interval& i) { return i.lo <= 0 && i.hi >= 0; }
 
-std::pair<double, double> random_search(const GroundTruth& g, size_t b) {
-  const size_t n = g.schedules.size();
-  b = std::min(b, n);
-  if (b == 0) return {kNaN, kNaN};
-  std::vector<size_t> idx(b);
-  for (size_t i = 0; i < b; ++i) idx[i] = i;
-  double in_band = 0, regret = 0, count = 0;
-  const double best = g.mean.at(g.best());
-  for (;;) {
-    for (uint64_t s : g.seeds) {
-      const Heads* pick = nullptr;
-      double pick_loss = std::numeric_limits<double>::infinity();
-      for (size_t i : idx) {
-        const double v = g.loss.at(g.schedules[i]).at(s);
-        if (v < pick_loss) {
-          pick_loss = v;
-          pick = &g.schedules[i];
-        }
-      }
-      in_band += g.band.count(*pick) ? 1.0 : 0.0;
-      regret += g.mean.at(*pick) - best;
-      count += 1;
-    }
-    // Next subset (lexicographic).
-    size_t i = b;
-    while (i > 0 && idx[i - 1] == n - b + i - 1) --i;
-    if (i == 0) break;
-    ++idx[i - 1];
-    for (size_t j = i; j < b; ++j) idx[j] = idx[j - 1] + 1;
-  }
-  return {in_band / count, regret / count};
-}
-
 namespace {
 
 // Tau of the search's shared-weights ranking (its loss, and a mixture's estimate) over the ground truth's schedules.
@@ -172,7 +139,8 @@ SearchResult judge_search(const std::string& dir, const EvidenceOptions& o, cons
   return r;
 }
 
-std::vector<MethodSummary> summarize_methods(const std::vector<SearchResult>& results, double confidence) {
+std::vector<MethodSummary> summarize_methods(const std::vector<SearchResult>& results, const Heads& g_best,
+                                             double confidence) {
   std::map<std::string, std::vector<const SearchResult*>> by_method;
   for (const auto& r : results) by_method[r.method].push_back(&r);
   std::vector<MethodSummary> out;
@@ -180,7 +148,7 @@ std::vector<MethodSummary> summarize_methods(const std::vector<SearchResult>& re
     MethodSummary m;
     m.method = method;
     m.searches = rs.size();
-    std::vector<double> taus, shares, budgets;
+    std::vector<double> taus, shares, budgets, regrets;
     for (const auto* r : rs) {
       taus.push_back(r->tau);
       shares.push_back(r->total_share);
@@ -188,7 +156,12 @@ std::vector<MethodSummary> summarize_methods(const std::vector<SearchResult>& re
       m.in_band += r->in_band;
       m.trained += r->pick_trained;
       m.in_allowed_band += r->in_allowed_band;
+      m.picks_best += r->pick == g_best;
+      if (r->pick_trained) regrets.push_back(r->pick_vs_best.diff);
     }
+    m.regret_n = regrets.size();
+    m.regret = mean_of(regrets);
+    if (regrets.size() >= 2) m.regret_ci = mean_interval(regrets, confidence);
     m.tau_mean = mean_of(taus);
     m.tau_ci = mean_interval(taus, confidence);
     m.share = mean_of(shares);
@@ -198,20 +171,16 @@ std::vector<MethodSummary> summarize_methods(const std::vector<SearchResult>& re
   return out;
 }
 
-// Random search at each method's budget, then each successive-halving sweep.
+// From-scratch baselines at each method's budget, then each successive-halving sweep.
 std::vector<Baseline> baselines(const GroundTruth& g, const std::vector<MethodSummary>& methods,
                                 const std::vector<std::string>& halving) {
   std::vector<Baseline> out;
   const size_t n = g.schedules.size();
-  for (const auto& m : methods) {
-    const auto b = static_cast<size_t>(std::floor(m.budget_runs));
-    const auto [band, regret] = random_search(g, b);
-    // A budget past the ground truth's schedules trains each of them once (random_search clamps it).
-    const std::string drawn = b > n ? fmt::format("all {} schedules, 1 seed each; the budget exceeds them", n)
-                                    : fmt::format("{} schedules, 1 seed each", b);
-    out.push_back({fmt::format("random search at {}'s budget of {} runs ({})", m.method, b, drawn), static_cast<double>(b),
-                   static_cast<double>(b) / static_cast<double>(n * g.seeds.size()), band, regret, true});
-  }
+  std::map<int64_t, std::vector<std::string>> by_budget;  // methods of one budget in whole runs share its baselines
+  for (const auto& m : methods) by_budget[static_cast<int64_t>(std::floor(m.budget_runs))].push_back(m.method);
+  for (const auto& [budget, names] : by_budget)
+    for (auto& b : from_scratch_baselines(g, static_cast<double>(budget), fmt::format("{}", fmt::join(names, ", "))))
+      out.push_back(std::move(b));
   for (const auto& dir : halving) {
     const Runs h = read_sweep(dir);
     // The pick: the configuration with the most final-rung seeds (the last rung's), then the best mean.
@@ -228,10 +197,17 @@ std::vector<Baseline> baselines(const GroundTruth& g, const std::vector<MethodSu
     }
     const double share = h.tokens_all_rungs * g.flops_per_token / g.grid_flops();
     const bool known = pick && g.mean.count(*pick);
-    out.push_back({fmt::format("successive halving ({}): pick {}", dir, pick ? label(*pick) : "-"),
-                   share * static_cast<double>(n * g.seeds.size()), share,
-                   known ? static_cast<double>(g.band.count(*pick)) : kNaN,
-                   known ? g.mean.at(*pick) - g.mean.at(g.best()) : kNaN});
+    Baseline b;
+    b.name = fmt::format("successive halving ({}): pick {}", dir, pick ? label(*pick) : "-");
+    b.budget_runs = share * static_cast<double>(n * g.seeds.size());
+    b.share = share;
+    b.draws = 1;
+    if (known) {
+      b.in_band = static_cast<double>(g.band.count(*pick));
+      b.regret = g.mean.at(*pick) - g.mean.at(g.best());
+      b.p_best = *pick == g.best() ? 1 : 0;
+    }
+    out.push_back(b);
   }
   return out;
 }
@@ -261,14 +237,21 @@ void fill_tables(const EvidenceData& d, Evidence& e) {
                     r.pick_trained && !g.best_allowed.empty() ? Cell(static_cast<int64_t>(r.in_allowed_band)) : Cell(),
                     r.search_share, r.total_share});
   e.methods.columns = {"method", "searches", "tau_mean", "tau_ci_lo", "tau_ci_hi", "picks_in_band", "picks_retrained",
-                       "picks_in_allowed_band", "with_retraining_share_of_grid", "budget_runs"};
+                       "picks_in_allowed_band", "with_retraining_share_of_grid", "budget_runs", "picks_best",
+                       "mean_regret", "regret_ci_lo", "regret_ci_hi"};
   for (const auto& m : d.methods)
     e.methods.add({m.method, static_cast<int64_t>(m.searches), m.tau_mean, m.tau_ci.lo, m.tau_ci.hi, m.in_band, m.trained,
-                   g.best_allowed.empty() ? Cell() : Cell(m.in_allowed_band), m.share, m.budget_runs});
-  e.baselines.columns = {"baseline", "budget_runs", "share_of_grid", "pick_in_top_band", "mean_regret"};
+                   g.best_allowed.empty() ? Cell() : Cell(m.in_allowed_band), m.share, m.budget_runs, m.picks_best,
+                   m.regret, m.regret_ci.lo, m.regret_ci.hi});
+  e.baselines.columns = {"baseline",  "budget_runs", "share_of_grid", "seeds_per_schedule", "schedules", "draws",
+                         "sampled",   "p_pick_best", "pick_in_top_band", "mean_regret", "regret_lo", "regret_hi",
+                         "tau_mean",  "tau_lo", "tau_hi"};
+  auto count = [](int64_t v) { return v > 0 ? Cell(v) : Cell(); };
   for (const auto& b : d.baselines)
     e.baselines.add({b.name, b.whole_runs ? Cell(static_cast<int64_t>(b.budget_runs)) : Cell(b.budget_runs), b.share,
-                     b.whole_runs ? Cell(b.in_band) : maybe(b.in_band), b.whole_runs ? Cell(b.regret) : maybe(b.regret)});
+                     count(b.seeds_per_schedule), count(b.schedules), count(b.draws), static_cast<int64_t>(b.sampled),
+                     maybe(b.p_best), maybe(b.in_band), maybe(b.regret), maybe(b.regret_lo), maybe(b.regret_hi),
+                     maybe(b.tau), maybe(b.tau_lo), maybe(b.tau_hi)});
 }
 
 }  // namespace
@@ -292,7 +275,7 @@ Evidence evaluate_search(const EvidenceOptions& o) {
     for (const auto& [h, by_seed] : read_sweep(dir).loss)
       for (const auto& [s, v] : by_seed) retrained[h].emplace(s, v);
   for (const auto& dir : o.searches) d.searches.push_back(judge_search(dir, o, d.g, retrained, d.notes));
-  d.methods = summarize_methods(d.searches, o.confidence);
+  d.methods = summarize_methods(d.searches, d.g.best(), o.confidence);
   d.baselines = baselines(d.g, d.methods, o.halving);
   Evidence e;
   fill_tables(d, e);

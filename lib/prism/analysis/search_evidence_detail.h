@@ -110,14 +110,29 @@ struct MethodSummary {
   Interval tau_ci{kNaN, kNaN};
   int64_t in_band = 0, trained = 0, in_allowed_band = 0;
   double share = kNaN, budget_runs = kNaN;
+  int64_t picks_best = 0;            // picks that are the ground truth's best
+  double regret = kNaN;              // mean over searches of the pick's paired difference to the best
+  Interval regret_ci{kNaN, kNaN};
+  size_t regret_n = 0;               // searches whose pick was trained from scratch
 };
 
-// A baseline at a method's compute.
+// A baseline at a method's compute. A from-scratch baseline (a grid of k seeds per schedule over the
+// ground truth's schedules, or a random subset of them where the budget does not reach all) is judged
+// over every equally likely draw of its schedules and seeds (or a fixed-seed sample of them where they
+// are too many): the share of draws whose pick is the best and in the top band, its regret (the pick's
+// mean minus the best's, over the ground truth's seeds) and tau (its k-seed means against the means of
+// the ground truth's other seeds, so that no seed is judged by itself), each with the central 95% of draws.
 struct Baseline {
   std::string name;
   double budget_runs = kNaN, share = kNaN, in_band = kNaN, regret = kNaN;
-  bool whole_runs = false;  // the budget is a count of runs (random search), not a share of them
+  bool whole_runs = false;  // the budget is a count of runs, not a share of them
+  int64_t seeds_per_schedule = 0, schedules = 0, draws = 0;
+  bool sampled = false;     // draws sampled (fixed seed) rather than every one
+  double p_best = kNaN, regret_lo = kNaN, regret_hi = kNaN, tau = kNaN, tau_lo = kNaN, tau_hi = kNaN;
 };
+// From-scratch baselines at `budget_runs` (the budget of `methods`, named in each row): k = 1, 2, ... 5
+// seeds per schedule while a draw keeps 2 schedules and a held-out seed.
+std::vector<Baseline> from_scratch_baselines(const GroundTruth& g, double budget_runs, const std::string& methods);
 
 struct EvidenceData {
   GroundTruth g;
@@ -127,8 +142,6 @@ struct EvidenceData {
   std::vector<std::string> notes;
 };
 
-// Random search's pick over every subset of `b` ground-truth schedules and every seed: the share in the band, mean regret.
-std::pair<double, double> random_search(const GroundTruth& g, size_t b);
 
 // The markdown of evidence.md.
 std::string render_evidence(const EvidenceData& d, const EvidenceOptions& o);
