@@ -10,7 +10,9 @@
 #include "prism/config/schedule_section.h"
 #include "prism/data/dataset.h"
 #include "prism/error.h"
+#include "prism/folder_name.h"
 #include "prism/schedule/enumerate.h"
+#include "prism/sweep/grid.h"
 #include "prism/sweep/halving.h"
 
 namespace fs = std::filesystem;
@@ -22,14 +24,6 @@ namespace {
 const char* const kSpaceFix =
     "give exactly one of search.space.heads: [1, 2, 4, 8], search.space.enumerate: {head_dims: [64]} or "
     "search.space.schedules: [[...], ...]";
-
-void check_name(const std::string& name, const std::string& where) {
-  bool ok = !name.empty() && name[0] != '.';
-  for (char c : name) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-');
-  if (!ok)
-    throw Error(fmt::format("search name '{}' is not a plain folder name", name), where,
-                "use letters, digits, '.', '_' and '-'");
-}
 
 std::vector<HeadSchedule> parse_schedule_list(const YAML::Node& list, const std::string& where) {
   if (!list.IsSequence()) throw Error("a list of schedules is expected", where, "write e.g. [[1, 1, 4, 4], \"2x2,4x2\"]");
@@ -124,26 +118,16 @@ RankSettings parse_rank(ConfigNode n, const Config& c) {
   return r;
 }
 
-// The grid a sweep section (of a sweep file the search file builds on) trains:
-// its schedule axes (and the baseline) and the number of seeds of its train.seed axis.
+// The grid a sweep section (of a sweep file the search file builds on) trains, as the sweep
+// expands it: its schedule axes (and the baseline) and the number of seeds of its train.seed axis.
 void read_sweep_grid(const YAML::Node& sweep, const ComposedConfig& composed, SearchPlan& plan) {
-  const ModelConfig& m = plan.config.model;
-  std::vector<HeadSchedule> out;
-  auto add = [&](const HeadSchedule& s) {
-    if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
-  };
   const YAML::Node grid = sweep["grid"];
-  if (!sweep["baseline"] || sweep["baseline"].as<bool>()) add(HeadSchedule::uniform(m.n_layer, m.n_head));
-  if (grid && grid["schedule.heads"] && grid["schedule.heads"].IsSequence())
-    for (const auto& h : grid["schedule.heads"]) add(parse_heads(h, composed.source + " key sweep.grid.schedule.heads"));
-  if (grid && grid["schedule.enumerate"]) {
-    EnumerationSpace sp = parse_enumeration_section(
-        ConfigNode(grid["schedule.enumerate"], composed.source, "sweep.grid.schedule.enumerate", composed.origins), m);
-    sp.include_uniform = false;
-    for (const auto& s : enumerate_schedules(sp)) add(s);
-  }
-  plan.grid = out;
-  plan.grid_seeds = grid && grid["train.seed"] && grid["train.seed"].IsSequence() ? grid["train.seed"].size() : 1;
+  const std::vector<GridAxis> axes = grid ? parse_grid(grid, *composed.origins, composed.source) : std::vector<GridAxis>{};
+  const bool baseline = !sweep["baseline"] || sweep["baseline"].as<bool>();
+  plan.grid = grid_schedules(axes, plan.config.model, composed.origins, baseline);
+  plan.grid_seeds = 1;
+  for (const auto& axis : axes)
+    if (axis.key == "train.seed") plan.grid_seeds = axis.values.size();
   plan.grid_source = "the sweep section the search file builds on";
 }
 
@@ -167,7 +151,7 @@ SearchPlan read_plan(const ComposedConfig& composed, const std::string& path, co
   ConfigNode s(search, composed.source, "search", composed.origins);
   SearchSettings& st = plan.settings;
   st.name = s.get<std::string>("name", fs::path(path).stem().string());
-  check_name(st.name, s.where("name"));
+  check_folder_name("search name", st.name, s.where("name"));
   const std::string method = s.get_choice("method", "spos", {"spos", "mixture"});
   st.method = method == "mixture" ? SearchMethod::Mixture : SearchMethod::SinglePath;
   st.seed = static_cast<uint64_t>(s.get_int("seed", static_cast<long long>(plan.config.train.seed), 0, 1LL << 62));

@@ -4,11 +4,59 @@
 
 #include <algorithm>
 
+#include "prism/config/model_config.h"
+#include "prism/config/schedule_section.h"
 #include "prism/error.h"
+#include "prism/schedule/enumerate.h"
 
 namespace prism {
 
 namespace {
+
+// Adds schedules in order, each once.
+class ScheduleList {
+ public:
+  void add(const HeadSchedule& s) {
+    if (std::find(list_.begin(), list_.end(), s) == list_.end()) list_.push_back(s);
+  }
+  std::vector<HeadSchedule> take() { return std::move(list_); }
+
+ private:
+  std::vector<HeadSchedule> list_;
+};
+
+// sweep.grid.schedule.heads: each value in the schedule grammar's `heads` form.
+void add_listed(ScheduleList& out, const GridAxis& axis) {
+  for (size_t i = 0; i < axis.values.size(); ++i) {
+    try {
+      out.add(parse_heads(axis.values[i], axis.where));
+    } catch (const Error& e) {
+      throw Error(fmt::format("sweep.grid.schedule.heads[{}] = {} is not a schedule ({})", i,
+                              override_value(axis.values[i]), e.what_part()),
+                  axis.where, "write each schedule as a list of head counts or a compact form like \"1x2,4x4\"");
+    }
+  }
+}
+
+// sweep.grid.schedule.enumerate: the enumerator's schedules for this point's model.
+void add_enumerated(ScheduleList& out, const GridAxis& axis, const ModelConfig& model,
+                    const std::shared_ptr<KeyOrigins>& origins) {
+  EnumerationSpace sp =
+      parse_enumeration_section(ConfigNode(axis.values[0], axis.where, "sweep.grid.schedule.enumerate", origins), model);
+  sp.include_uniform = false;  // the baseline is added (or not) by `sweep.baseline`
+  std::vector<HeadSchedule> found;
+  try {
+    found = enumerate_schedules(sp);
+  } catch (const Error& e) {
+    throw Error(e.what_part(), axis.where + " (" + e.where() + ")", e.fix());
+  }
+  if (found.empty())
+    throw Error(fmt::format("schedule.enumerate finds no schedule for {} layers x {} with {} baseline heads",
+                            model.n_layer, model.d_model, model.n_head),
+                axis.where, "allow more head_dims, a wider block range or a smaller baseline_share");
+  for (const auto& s : found) out.add(s);
+}
+
 
 std::string join_key(const std::string& a, const std::string& b) { return a.empty() ? b : a + "." + b; }
 
@@ -95,6 +143,19 @@ std::string name_label(const YAML::Node& value) {
   }
   while (!out.empty() && out.back() == '-') out.pop_back();
   return out.empty() ? "x" : out;
+}
+
+bool is_schedule_axis(const std::string& key) { return key == "schedule.heads" || key == "schedule.enumerate"; }
+
+std::vector<HeadSchedule> grid_schedules(const std::vector<GridAxis>& axes, const ModelConfig& model,
+                                         const std::shared_ptr<KeyOrigins>& origins, bool baseline) {
+  ScheduleList out;
+  if (baseline) out.add(HeadSchedule::uniform(model.n_layer, model.n_head));
+  for (const auto& axis : axes) {
+    if (axis.key == "schedule.heads") add_listed(out, axis);
+    else if (axis.key == "schedule.enumerate") add_enumerated(out, axis, model, origins);
+  }
+  return out.take();
 }
 
 }  // namespace prism

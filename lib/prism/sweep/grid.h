@@ -7,10 +7,12 @@
 // `sweep.grid.train.seed=[0,1,2]`.
 #include <yaml-cpp/yaml.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "prism/config/config_node.h"
+#include "prism/schedule/head_schedule.h"
 
 namespace prism {
 
@@ -32,5 +34,17 @@ std::string override_value(const YAML::Node& value);
 
 // A value as it appears in a trial name: [A-Za-z0-9._+-] only.
 std::string name_label(const YAML::Node& value);
+
+// schedule.heads and schedule.enumerate: the axes that give schedules, not config values.
+bool is_schedule_axis(const std::string& key);
+
+// The schedules the schedule axes among `axes` give for `model`: the uniform baseline first (when
+// `baseline`), then each listed (schedule.heads) and enumerated (schedule.enumerate) one in axis
+// order, each once; other axes are passed over. The one expander of a grid's schedules: a sweep's
+// grid points and the grid a search file stands in for both read it. Throws prism::Error naming
+// the axis for a value that is no schedule, or an enumeration that finds none.
+struct ModelConfig;
+std::vector<HeadSchedule> grid_schedules(const std::vector<GridAxis>& axes, const ModelConfig& model,
+                                         const std::shared_ptr<KeyOrigins>& origins, bool baseline);
 
 }  // namespace prism

@@ -12,6 +12,7 @@
 #include "prism/config/schedule_section.h"
 #include "prism/data/dataset.h"
 #include "prism/error.h"
+#include "prism/folder_name.h"
 #include "prism/schedule/enumerate.h"
 #include "prism/sweep/grid.h"
 
@@ -21,18 +22,8 @@ namespace prism {
 
 namespace {
 
-bool is_schedule_axis(const std::string& key) { return key == "schedule.heads" || key == "schedule.enumerate"; }
-
 bool keys_overlap(const std::string& a, const std::string& b) {
   return a == b || a.rfind(b + ".", 0) == 0 || b.rfind(a + ".", 0) == 0;
-}
-
-void check_name(const std::string& name, const std::string& where) {
-  bool ok = !name.empty() && name[0] != '.';
-  for (char c : name) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-');
-  if (!ok)
-    throw Error(fmt::format("sweep name '{}' is not a plain folder name", name), where,
-                "use letters, digits, '.', '_' and '-'");
 }
 
 // `halving: true`, or a mapping of the settings (enabled unless it says otherwise).
@@ -117,7 +108,7 @@ SequentialSettings parse_sequential(ConfigNode q) {
 SweepSettings parse_settings(ConfigNode s, const std::string& default_name) {
   SweepSettings out;
   out.name = s.get<std::string>("name", default_name);
-  check_name(out.name, s.where("name"));
+  check_folder_name("sweep name", out.name, s.where("name"));
   out.baseline = s.get<bool>("baseline", true);
   out.jobs = static_cast<int>(s.get_int("jobs", 1, 1, 4096));
   out.threads = static_cast<int>(s.get_int("threads", 0, 0, 4096));
@@ -134,65 +125,17 @@ SweepSettings parse_settings(ConfigNode s, const std::string& default_name) {
 
 // --- the schedules of a grid point --------------------------------------------
 
-// Adds schedules in order, each once.
-class ScheduleList {
- public:
-  void add(const HeadSchedule& s) {
-    if (std::find(list_.begin(), list_.end(), s) == list_.end()) list_.push_back(s);
-  }
-  std::vector<HeadSchedule> take() { return std::move(list_); }
-
- private:
-  std::vector<HeadSchedule> list_;
-};
-
-// sweep.grid.schedule.heads: each value in the schedule grammar's `heads` form.
-void add_listed(ScheduleList& out, const GridAxis& axis) {
-  for (size_t i = 0; i < axis.values.size(); ++i) {
-    try {
-      out.add(parse_heads(axis.values[i], axis.where));
-    } catch (const Error& e) {
-      throw Error(fmt::format("sweep.grid.schedule.heads[{}] = {} is not a schedule ({})", i,
-                              override_value(axis.values[i]), e.what_part()),
-                  axis.where, "write each schedule as a list of head counts or a compact form like \"1x2,4x4\"");
-    }
-  }
-}
-
-// sweep.grid.schedule.enumerate: the enumerator's schedules for this point's model.
-void add_enumerated(ScheduleList& out, const GridAxis& axis, const ModelConfig& model,
-                    const std::shared_ptr<KeyOrigins>& origins) {
-  EnumerationSpace sp =
-      parse_enumeration_section(ConfigNode(axis.values[0], axis.where, "sweep.grid.schedule.enumerate", origins), model);
-  sp.include_uniform = false;  // the baseline is added (or not) by `sweep.baseline`
-  std::vector<HeadSchedule> found;
-  try {
-    found = enumerate_schedules(sp);
-  } catch (const Error& e) {
-    throw Error(e.what_part(), axis.where + " (" + e.where() + ")", e.fix());
-  }
-  if (found.empty())
-    throw Error(fmt::format("schedule.enumerate finds no schedule for {} layers x {} with {} baseline heads",
-                            model.n_layer, model.d_model, model.n_head),
-                axis.where, "allow more head_dims, a wider block range or a smaller baseline_share");
-  for (const auto& s : found) out.add(s);
-}
-
 // The schedules of one grid point: the baseline, then the listed and enumerated
 // ones in axis order; without schedule axes, the config's own schedule.
 std::vector<HeadSchedule> point_schedules(const std::vector<GridAxis>& schedule_axes, const ModelConfig& model,
                                           const ComposedConfig& point, const std::string& source, bool baseline) {
-  ScheduleList out;
-  if (baseline) out.add(HeadSchedule::uniform(model.n_layer, model.n_head));
+  std::vector<HeadSchedule> out = grid_schedules(schedule_axes, model, point.origins, baseline);
   if (schedule_axes.empty()) {
     ConfigNode top(point.root, source, {}, point.origins);
-    out.add(parse_schedule_section(top.child("schedule"), model).schedule);
+    const HeadSchedule own = parse_schedule_section(top.child("schedule"), model).schedule;
+    if (std::find(out.begin(), out.end(), own) == out.end()) out.push_back(own);
   }
-  for (const auto& axis : schedule_axes) {
-    if (axis.key == "schedule.heads") add_listed(out, axis);
-    else add_enumerated(out, axis, model, point.origins);
-  }
-  return out.take();
+  return out;
 }
 
 std::string schedule_name(const HeadSchedule& s) {
