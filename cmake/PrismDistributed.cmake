@@ -1,4 +1,4 @@
-# Data-parallel training (lib/prism/train/distributed.cpp) uses LibTorch's c10d:
+# Data-parallel training (lib/prism/train/process_group.cpp) uses LibTorch's c10d:
 # TCPStore for rendezvous, ProcessGroupGloo on the CPU, ProcessGroupNCCL on CUDA.
 # The pip wheel ships c10d's headers but not gloo's, which ProcessGroupGloo.hpp
 # includes (Debian/Ubuntu: libgloo-dev). Only gloo's public interface types are
@@ -33,7 +33,7 @@ endforeach()
 # PRISM_CUDA_WHEEL_INCLUDE_DIRS: those wheels' headers (nvidia/cu13/include, or
 # nvidia/<lib>/include for CUDA 12). ProcessGroupNCCL.hpp reaches ATen/cuda/CUDAContextLight.h,
 # which includes cusparse.h, absent from a toolkit of compilers alone; lib/CMakeLists.txt gives
-# these folders to distributed.cpp, after the toolkit's own (whose headers win).
+# these folders to process_group.cpp, after the toolkit's own (whose headers win).
 set(_prism_nccl_hints "")
 set(PRISM_CUDA_WHEEL_INCLUDE_DIRS "")
 if(Torch_DIR)

@@ -6,7 +6,7 @@
 # deps/env/build stages, with the libraries from .device/ (scripts/device-prepare.sh)
 # and nothing from the system. Then everything runs up to the first GPU call:
 #   - the build used .device's headers and archives only (depfiles, link lines)
-#   - distributed.cpp was compiled with ProcessGroupNCCL (PRISM_HAVE_NCCL)
+#   - process_group.cpp was compiled with ProcessGroupNCCL (PRISM_HAVE_NCCL)
 #   - the CUDA tests report themselves skipped (no GPU)
 #   - `prism train train.device=cuda` starts, then stops with the clear "no CUDA device" error
 #   - prism-device-bench stops with "no CUDA device visible"
@@ -63,9 +63,9 @@ grep -q 'prism: CUDA back end for architectures' "$out/build.log" || fail "the b
 # NCCL: found (here in the pip wheel nvidia-nccl-cu13) and compiled in.
 grep -m1 'prism: NCCL for multi-GPU training' "$out/build.log" | sed 's/^-- /[ci-cuda] /' \
   || fail "configure did not enable NCCL (build.log); this CUDA LibTorch has it"
-dist_cmd=$(grep -m1 'train/distributed.cpp' < <(ninja -C "$build" -t commands prism))
-[[ "$dist_cmd" == *PRISM_HAVE_NCCL=1* ]] || fail "distributed.cpp was compiled without PRISM_HAVE_NCCL"
-dist_obj=$(find "$build" -name 'distributed.cpp.o' | head -1)
+dist_cmd=$(grep -m1 'train/process_group.cpp' < <(ninja -C "$build" -t commands prism))
+[[ "$dist_cmd" == *PRISM_HAVE_NCCL=1* ]] || fail "process_group.cpp was compiled without PRISM_HAVE_NCCL"
+dist_obj=$(find "$build" -name 'process_group.cpp.o' | head -1)
 # Not `nm | grep -q`: under pipefail, grep -q's early exit fails nm with SIGPIPE on a large symbol table.
 grep -q 'c10d::ProcessGroupNCCL::ProcessGroupNCCL' < <(nm -C "$dist_obj") \
   || fail "$dist_obj does not construct c10d::ProcessGroupNCCL"
