@@ -169,86 +169,114 @@ const char* kUsage =
     "on bf16 working copies of the matmul weights, as `prism train` does; their gradients\n"
     "are still averaged in fp32 (the same bytes as fp32).";
 
+// Declares the options of `prism bench ddp`.
+void add_options(po::options_description& o) {
+  o.add_options()
+      ("model", po::value<std::string>()->default_value("cpu-128"), "model preset")
+      ("batch", po::value<int64_t>()->default_value(4), "micro-batch B per process")
+      ("seq", po::value<int64_t>()->default_value(128), "sequence length T")
+      ("steps", po::value<int>()->default_value(8), "timed steps")
+      ("warmup", po::value<int>()->default_value(2), "untimed warm-up steps")
+      ("dtype", po::value<std::string>()->default_value("fp32"),
+       "fp32, or bf16 (autocast on bf16 working copies; gradients averaged in fp32)")
+      ("worker", po::bool_switch(), "internal: run as one rank of the 2-process measurement");
+}
+
+// The measurement the options ask for; throws for an unknown dtype, a build without DDP or too long a T.
+Setup setup_from(const po::variables_map& vm) {
+  const std::string dtype = vm["dtype"].as<std::string>();
+  if (dtype != "fp32" && dtype != "bf16") throw Error("unknown --dtype " + dtype, "prism bench ddp", "use fp32 or bf16");
+  if (!distributed_available())
+    throw Error("this build has no data-parallel training", "prism bench ddp",
+                "install gloo's headers (apt-get install libgloo-dev) and reconfigure, with a LibTorch that has c10d Gloo");
+  Setup s{model_preset(vm["model"].as<std::string>()), vm["batch"].as<int64_t>(), vm["seq"].as<int64_t>(),
+          vm["steps"].as<int>(), vm["warmup"].as<int>(), dtype};
+  if (s.T > s.mc.block_size)
+    throw Error(fmt::format("--seq {} exceeds the model's block size {}", s.T, s.mc.block_size), "prism bench ddp", "lower --seq");
+  return s;
+}
+
+// One rank of the 2-process measurement: times the steps; rank 0 prints them as a JSON line.
+int run_as_worker(const Setup& s) {
+  auto group = ProcessGroup::from_environment(torch::kCPU);
+  Timing t = time_steps(s, group);
+  if (group->is_root())
+    std::cout << nlohmann::json{{"step_s", t.step_s}, {"exposed_s", t.exposed_s}, {"allreduce_s", t.allreduce_s},
+                                {"grad_bytes", t.grad_bytes}, {"params", t.params}, {"buckets", t.buckets},
+                                {"lo_bytes", t.lo_bytes}}.dump()
+              << std::endl;
+  return 0;
+}
+
+// The options passed on to the workers: the measured ones, as given or defaulted.
+std::vector<std::string> worker_args(const po::variables_map& vm) {
+  std::vector<std::string> pass;
+  for (const char* k : {"model", "batch", "seq", "steps", "warmup", "dtype"}) {
+    pass.push_back(std::string("--") + k);
+    const auto& v = vm[k].value();
+    if (v.type() == typeid(std::string)) pass.push_back(vm[k].as<std::string>());
+    else if (v.type() == typeid(int64_t)) pass.push_back(std::to_string(vm[k].as<int64_t>()));
+    else pass.push_back(std::to_string(vm[k].as<int>()));
+  }
+  return pass;
+}
+
+// Prints what is measured: the dtype, the machine and the model with its batch and steps.
+void print_header(const Setup& s, const std::string& model) {
+  std::cout << fmt::format("prism bench ddp: data-parallel training steps, random tokens, {}, 1 intra-op thread per "
+                           "process\n",
+                           s.dtype == "bf16" ? "bf16 (autocast on bf16 working copies of the matmul weights, "
+                                               "gradients averaged in fp32)"
+                                             : "fp32");
+  std::cout << "machine: " << machine_description() << "\n";
+  std::cout << fmt::format("model: {} ({} layers x {}, vocab {}), B={} per process, T={}, {} timed steps after {} warm-up\n\n",
+                           model, s.mc.n_layer, s.mc.d_model, s.mc.vocab_size, s.B, s.T, s.steps, s.warmup);
+}
+
+// Prints the step times of 1 and 2 processes, the communication, the throughput, the bytes moved and the limits.
+void print_report(const Setup& s, const Timing& one, const nlohmann::json& two) {
+  const double step2 = two["step_s"], exposed = two["exposed_s"], ar = two["allreduce_s"];
+  const double grad_bytes = two["grad_bytes"].get<double>(), lo = two["lo_bytes"].get<double>();
+  const double tok1 = s.B * s.T / one.step_s, tok2 = 2.0 * s.B * s.T / step2;
+  std::cout << fmt::format("{:<58} {:>10} {:>10}\n", "per optimizer step", "ms", "vs 1 proc");
+  std::cout << fmt::format("{:<58} {:>10.1f} {:>10}\n", "1 process, B tokens x T (compute baseline)", one.step_s * 1e3, "1.00x");
+  std::cout << fmt::format("{:<58} {:>10.1f} {:>9.2f}x\n", "2 processes, B x T each (global batch 2B)", step2 * 1e3,
+                           step2 / one.step_s);
+  std::cout << fmt::format("{:<58} {:>10.1f} {:>9.2f}x\n", "  of which waiting for the all-reduce after the backward",
+                           exposed * 1e3, exposed / one.step_s);
+  std::cout << fmt::format("{:<58} {:>10.1f} {:>9.2f}x\n", "gradient all-reduce alone (same bytes, nothing else running)",
+                           ar * 1e3, ar / one.step_s);
+  std::cout << fmt::format("\nthroughput: {:.0f} tokens/s at 1 process, {:.0f} at 2 ({:.2f}x; ideal 2.00x)\n", tok1, tok2,
+                           tok2 / tok1);
+  std::cout << fmt::format("parameters: {} ({:.1f} MB fp32), all-reduced in {} bucket{}\n", two["params"].get<int64_t>(),
+                           grad_bytes / 1e6, two["buckets"].get<int64_t>(), two["buckets"].get<int64_t>() == 1 ? "" : "s");
+  std::cout << fmt::format("bytes per step and rank: payload {:.1f} MB (1.00x the parameter bytes); a ring all-reduce "
+                           "sends 2(N-1)/N x payload = {:.1f} MB at N=2\n",
+                           grad_bytes / 1e6, grad_bytes / 1e6);
+  if (lo >= 0)
+    std::cout << fmt::format("measured on the loopback interface: {:.1f} MB sent per step and rank ({:.2f}x the parameter "
+                             "bytes; includes TCP/IP headers and any other loopback traffic on this host)\n",
+                             lo / s.steps / 2 / 1e6, lo / s.steps / 2 / grad_bytes);
+  std::cout << "\nLimits: this machine has 2 cores, so the 2 processes share the cores the 1-process baseline has\n"
+               "to itself (1 thread each); the all-reduce's Gloo threads compete with the backward for them and\n"
+               "loopback has no network latency or bandwidth limit. The figures show the per-step protocol cost\n"
+               "and bytes, not how training scales across real GPUs or hosts.\n";
+}
+
 int run(const std::vector<std::string>& args) {
   return guarded("bench ddp", [&]() -> int {
     po::options_description o("Options");
-    o.add_options()
-        ("model", po::value<std::string>()->default_value("cpu-128"), "model preset")
-        ("batch", po::value<int64_t>()->default_value(4), "micro-batch B per process")
-        ("seq", po::value<int64_t>()->default_value(128), "sequence length T")
-        ("steps", po::value<int>()->default_value(8), "timed steps")
-        ("warmup", po::value<int>()->default_value(2), "untimed warm-up steps")
-        ("dtype", po::value<std::string>()->default_value("fp32"),
-         "fp32, or bf16 (autocast on bf16 working copies; gradients averaged in fp32)")
-        ("worker", po::bool_switch(), "internal: run as one rank of the 2-process measurement");
+    add_options(o);
     po::positional_options_description pos;
     po::variables_map vm;
     if (!parse("bench ddp", kUsage, o, pos, args, vm)) return 0;
-    const std::string dtype = vm["dtype"].as<std::string>();
-    if (dtype != "fp32" && dtype != "bf16") throw Error("unknown --dtype " + dtype, "prism bench ddp", "use fp32 or bf16");
-    if (!distributed_available())
-      throw Error("this build has no data-parallel training", "prism bench ddp",
-                  "install gloo's headers (apt-get install libgloo-dev) and reconfigure, with a LibTorch that has c10d Gloo");
-    Setup s{model_preset(vm["model"].as<std::string>()), vm["batch"].as<int64_t>(), vm["seq"].as<int64_t>(),
-            vm["steps"].as<int>(), vm["warmup"].as<int>(), dtype};
-    if (s.T > s.mc.block_size)
-      throw Error(fmt::format("--seq {} exceeds the model's block size {}", s.T, s.mc.block_size), "prism bench ddp", "lower --seq");
-
-    if (vm["worker"].as<bool>()) {
-      auto group = ProcessGroup::from_environment(torch::kCPU);
-      Timing t = time_steps(s, group);
-      if (group->is_root())
-        std::cout << nlohmann::json{{"step_s", t.step_s}, {"exposed_s", t.exposed_s}, {"allreduce_s", t.allreduce_s},
-                                    {"grad_bytes", t.grad_bytes}, {"params", t.params}, {"buckets", t.buckets},
-                                    {"lo_bytes", t.lo_bytes}}.dump()
-                  << std::endl;
-      return 0;
-    }
-    std::vector<std::string> pass;
-    for (const char* k : {"model", "batch", "seq", "steps", "warmup", "dtype"}) {
-      pass.push_back(std::string("--") + k);
-      const auto& v = vm[k].value();
-      if (v.type() == typeid(std::string)) pass.push_back(vm[k].as<std::string>());
-      else if (v.type() == typeid(int64_t)) pass.push_back(std::to_string(vm[k].as<int64_t>()));
-      else pass.push_back(std::to_string(vm[k].as<int>()));
-    }
-    std::cout << fmt::format("prism bench ddp: data-parallel training steps, random tokens, {}, 1 intra-op thread per "
-                             "process\n",
-                             s.dtype == "bf16" ? "bf16 (autocast on bf16 working copies of the matmul weights, "
-                                                 "gradients averaged in fp32)"
-                                               : "fp32");
-    std::cout << "machine: " << machine_description() << "\n";
-    std::cout << fmt::format("model: {} ({} layers x {}, vocab {}), B={} per process, T={}, {} timed steps after {} warm-up\n\n",
-                             vm["model"].as<std::string>(), s.mc.n_layer, s.mc.d_model, s.mc.vocab_size, s.B, s.T,
-                             s.steps, s.warmup);
+    const Setup s = setup_from(vm);
+    if (vm["worker"].as<bool>()) return run_as_worker(s);
+    const std::vector<std::string> pass = worker_args(vm);
+    print_header(s, vm["model"].as<std::string>());
     const Timing one = time_steps(s, ProcessGroup::single());
     const nlohmann::json two = run_workers(pass);
-    const double step2 = two["step_s"], exposed = two["exposed_s"], ar = two["allreduce_s"];
-    const double grad_bytes = two["grad_bytes"].get<double>(), lo = two["lo_bytes"].get<double>();
-    const double tok1 = s.B * s.T / one.step_s, tok2 = 2.0 * s.B * s.T / step2;
-    std::cout << fmt::format("{:<58} {:>10} {:>10}\n", "per optimizer step", "ms", "vs 1 proc");
-    std::cout << fmt::format("{:<58} {:>10.1f} {:>10}\n", "1 process, B tokens x T (compute baseline)", one.step_s * 1e3, "1.00x");
-    std::cout << fmt::format("{:<58} {:>10.1f} {:>9.2f}x\n", "2 processes, B x T each (global batch 2B)", step2 * 1e3,
-                             step2 / one.step_s);
-    std::cout << fmt::format("{:<58} {:>10.1f} {:>9.2f}x\n", "  of which waiting for the all-reduce after the backward",
-                             exposed * 1e3, exposed / one.step_s);
-    std::cout << fmt::format("{:<58} {:>10.1f} {:>9.2f}x\n", "gradient all-reduce alone (same bytes, nothing else running)",
-                             ar * 1e3, ar / one.step_s);
-    std::cout << fmt::format("\nthroughput: {:.0f} tokens/s at 1 process, {:.0f} at 2 ({:.2f}x; ideal 2.00x)\n", tok1, tok2,
-                             tok2 / tok1);
-    std::cout << fmt::format("parameters: {} ({:.1f} MB fp32), all-reduced in {} bucket{}\n", two["params"].get<int64_t>(),
-                             grad_bytes / 1e6, two["buckets"].get<int64_t>(), two["buckets"].get<int64_t>() == 1 ? "" : "s");
-    std::cout << fmt::format("bytes per step and rank: payload {:.1f} MB (1.00x the parameter bytes); a ring all-reduce "
-                             "sends 2(N-1)/N x payload = {:.1f} MB at N=2\n",
-                             grad_bytes / 1e6, grad_bytes / 1e6);
-    if (lo >= 0)
-      std::cout << fmt::format("measured on the loopback interface: {:.1f} MB sent per step and rank ({:.2f}x the parameter "
-                               "bytes; includes TCP/IP headers and any other loopback traffic on this host)\n",
-                               lo / s.steps / 2 / 1e6, lo / s.steps / 2 / grad_bytes);
-    std::cout << "\nLimits: this machine has 2 cores, so the 2 processes share the cores the 1-process baseline has\n"
-                 "to itself (1 thread each); the all-reduce's Gloo threads compete with the backward for them and\n"
-                 "loopback has no network latency or bandwidth limit. The figures show the per-step protocol cost\n"
-                 "and bytes, not how training scales across real GPUs or hosts.\n";
+    print_report(s, one, two);
     return 0;
   });
 }

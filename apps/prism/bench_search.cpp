@@ -135,119 +135,179 @@ const char* kUsage =
     "run of train.max_steps steps: (steps x search step + validations x their extra work +\n"
     "ranking) / (steps x plain step). Progress goes to stderr.";
 
+// Declares the options of `prism bench search`.
+void add_options(po::options_description& o) {
+  o.add_options()
+      ("search", po::value<std::string>(), "search file")
+      ("set", po::value<std::vector<std::string>>()->composing(), "key=value overrides (positional)")
+      ("methods", po::value<std::string>()->default_value("spos,mixture"),
+       "search methods to time, comma-separated: spos, mixture (the file's search.mixture.paths), mixture:N (N "
+       "counts per layer and micro-batch; mixture:0 all of them)")
+      ("steps", po::value<int>()->default_value(20), "timed steps per arm")
+      ("warmup", po::value<int>()->default_value(3), "untimed warm-up steps per arm")
+      ("threads", po::value<int>()->default_value(0), "intra-op threads (0: the config's train.threads)");
+}
+
+// What is timed: the search file's plan, how it executes, the steps and the search methods.
+struct Bench {
+  SearchPlan plan;
+  Execution exec;
+  int steps = 0, warmup = 0;
+  std::vector<ArmSpec> methods;
+  int64_t accum = 1;  // micro-batches per optimizer step
+};
+
+// Reads the search file with its overrides and the options; throws for a missing file, bad counts or methods.
+Bench load_bench(const po::variables_map& vm) {
+  if (!vm.count("search"))
+    throw Error("no search file given", "prism bench search", "e.g. prism bench search experiments/search/cpu-128.yaml");
+  std::vector<std::string> overrides;
+  if (vm.count("set")) overrides = vm["set"].as<std::vector<std::string>>();
+  Bench b;
+  b.plan = plan_search(vm["search"].as<std::string>(), overrides);
+  resolve_data_settings(b.plan.config);  // the vocabulary follows the data, as in a run
+  TrainConfig& t = b.plan.config.train;
+  if (vm["threads"].as<int>() > 0) t.threads = vm["threads"].as<int>();
+  b.exec = resolve_execution(t);
+  b.steps = vm["steps"].as<int>();
+  b.warmup = vm["warmup"].as<int>();
+  if (b.steps < 1 || b.warmup < 0) throw Error("--steps must be at least 1 and --warmup at least 0", "prism bench search", "e.g. --steps 20");
+  b.methods = parse_methods(vm["methods"].as<std::string>());
+  const int64_t micro = t.batch_size * t.seq_len;
+  b.accum = t.tokens_per_step > 0 ? t.tokens_per_step / micro : 1;
+  return b;
+}
+
+// Prints what is compared: the machine, the model and its steps, and the search space.
+void print_header(const Bench& b) {
+  const Config& c = b.plan.config;
+  std::cout << "prism bench search: a search's training steps, per-validation work and ranking against plain "
+               "training steps of the same model\n";
+  std::cout << "machine: " << machine_description() << " | " << b.exec.describe() << "\n";
+  std::cout << fmt::format("model: {} layers x {}, vocab {}, {} micro-batch{} of {}x{} per step, attention {}; "
+                           "plain training under {}\n",
+                           c.model.n_layer, c.model.d_model, c.model.vocab_size, b.accum, b.accum == 1 ? "" : "es",
+                           c.train.batch_size, c.train.seq_len, c.attention.backend, c.schedule.compact());
+  std::cout << fmt::format("space: {}\n", b.plan.space.describe());
+}
+
+// The arms: plain training first, then one per search method.
+std::vector<std::unique_ptr<Arm>> make_arms(const Bench& b) {
+  std::vector<std::unique_ptr<Arm>> arms;
+  arms.push_back(std::make_unique<Arm>(b.plan, std::nullopt, b.exec, b.accum));
+  for (const ArmSpec& sm : b.methods) arms.push_back(std::make_unique<Arm>(b.plan, sm, b.exec, b.accum));
+  return arms;
+}
+
+// An arm's row label; K: the head counts per layer in the space.
+std::string arm_name(const Arm& arm, size_t K) {
+  if (!arm.search) return std::string("plain training");
+  const SearchPlan& p = arm.search_plan;
+  if (p.settings.method != SearchMethod::Mixture) return fmt::format("search, {}", method_name(p.settings.method));
+  return fmt::format("search, mixture {}/{}", mixture_paths(p.settings.mixture, K), K);
+}
+
+// Warms the arms up, then times `steps` steps of each, the arms taking turns; the seconds per arm and step.
+std::vector<std::vector<double>> time_turns(std::vector<std::unique_ptr<Arm>>& arms, int warmup, int steps) {
+  std::cerr << fmt::format("bench search: {} warm-up + {} timed steps of {} arms, taking turns ...\n", warmup, steps,
+                           arms.size());
+  for (int i = 0; i < warmup; ++i)
+    for (auto& a : arms) a->step();
+  std::vector<std::vector<double>> times(arms.size());
+  auto last = Clock::now();
+  for (int i = 0; i < steps; ++i) {
+    for (size_t a = 0; a < arms.size(); ++a) {
+      const auto t0 = Clock::now();
+      arms[a]->step();
+      times[a].push_back(seconds_since(t0));
+    }
+    if (seconds_since(last) > 10) {
+      last = Clock::now();
+      std::cerr << fmt::format("bench search: timed step {}/{}\n", i + 1, steps);
+    }
+  }
+  return times;
+}
+
+// What one search run is projected from: plain training's mean step, and the run's steps and validations.
+struct Projection {
+  double plain = 0;  // seconds per plain training step
+  int64_t max_steps = 0;
+  double validations = 0;
+};
+
+// Times a search arm's work at one validation and its ranking, prints its row and returns its note.
+std::string search_row(const Bench& b, Arm& arm, const std::vector<double>& times, const std::vector<double>& plain_times,
+                       const Projection& pr) {
+  const std::string name = arm_name(arm, b.plan.space.choices().size());
+  std::vector<double> ratios;
+  for (int i = 0; i < b.steps; ++i) ratios.push_back(times[static_cast<size_t>(i)] / plain_times[static_cast<size_t>(i)]);
+  const double mean = std::accumulate(times.begin(), times.end(), 0.0) / b.steps;
+  const auto& rk = b.plan.settings.rank;
+  const int64_t held_out = std::max<int64_t>({rk.batches, rk.probe_batches, int64_t{1}});
+  const HeldOutLoss loss = random_held_out(arm.model, b.exec, b.plan.config.train, held_out);
+  std::cerr << fmt::format("bench search: {}: timing the work at one validation and the ranking ...\n", name);
+  auto t0 = Clock::now();
+  arm.search->measure(arm.steps, loss, nullptr);
+  const double per_validation = seconds_since(t0);
+  t0 = Clock::now();
+  arm.search->finish(loss, nullptr, "", /*root=*/false);
+  const double ranking = seconds_since(t0);
+  const double run_ratio = (static_cast<double>(pr.max_steps) * mean + pr.validations * per_validation + ranking) /
+                           (static_cast<double>(pr.max_steps) * pr.plain);
+  std::cout << fmt::format("{:<22} {:>12.1f} {:>9.3f}x {:>14.2f} {:>14.1f} {:>15.3f}x\n", name, 1e3 * mean,
+                           median(ratios), per_validation, ranking, run_ratio);
+  return fmt::format("{}: the ranking evaluated {} schedules exactly{}", name, arm.search->ranking()->ranked.size(),
+                     arm.search->ranking()->probes > 0 ? fmt::format(" and {} probes", arm.search->ranking()->probes)
+                                                       : std::string());
+}
+
+// Prints the notes under the table: each ranking's size, what mixture n/K means, and how the ratios are formed.
+void print_notes(const Bench& b, const std::vector<std::string>& notes, const Projection& pr) {
+  std::cout << "\n";
+  for (const auto& n : notes) std::cout << n << "\n";
+  for (const ArmSpec& sm : b.methods)
+    if (sm.method == SearchMethod::Mixture) {
+      std::cout << "mixture n/K: n of the K head counts per layer run per training micro-batch (search.mixture.paths: "
+                   "n < K sampled from the weights, renormalized; K: the exact mixture); validation and ranking use all K.\n";
+      break;
+    }
+  std::cout << fmt::format(
+      "vs plain: median over the {} timed steps of the paired step-time ratios (the arms take turns). run of {} steps: "
+      "({} x the mean search step + {:.0f} validations x their extra work + the ranking) / ({} x the mean plain "
+      "step); validation itself, the same in both, is left out.\n",
+      b.steps, pr.max_steps, pr.max_steps, pr.validations, pr.max_steps);
+}
+
+// Prints the table, plain training's row and then each search arm's, and the notes under it.
+void report(const Bench& b, std::vector<std::unique_ptr<Arm>>& arms, const std::vector<std::vector<double>>& times) {
+  const TrainConfig& t = b.plan.config.train;
+  Projection pr;
+  pr.plain = std::accumulate(times[0].begin(), times[0].end(), 0.0) / b.steps;
+  pr.max_steps = t.max_steps;
+  pr.validations = t.eval_every > 0 ? std::floor(static_cast<double>(pr.max_steps) / t.eval_every) + 1 : 2;
+  std::cout << fmt::format("\n{:<22} {:>12} {:>10} {:>14} {:>14} {:>16}\n", "arm", "step (ms)", "vs plain",
+                           "per valid. (s)", "ranking (s)", fmt::format("run of {} steps", pr.max_steps));
+  std::cout << fmt::format("{:<22} {:>12.1f} {:>10} {:>14} {:>14} {:>16}\n", arm_name(*arms[0], b.plan.space.choices().size()),
+                           1e3 * pr.plain, "1.00x", "-", "-", "1.00x");
+  std::vector<std::string> notes;
+  for (size_t a = 1; a < arms.size(); ++a) notes.push_back(search_row(b, *arms[a], times[a], times[0], pr));
+  print_notes(b, notes, pr);
+}
+
 int run(const std::vector<std::string>& args) {
   return guarded("bench search", [&]() -> int {
     po::options_description o("Options");
-    o.add_options()
-        ("search", po::value<std::string>(), "search file")
-        ("set", po::value<std::vector<std::string>>()->composing(), "key=value overrides (positional)")
-        ("methods", po::value<std::string>()->default_value("spos,mixture"),
-         "search methods to time, comma-separated: spos, mixture (the file's search.mixture.paths), mixture:N (N "
-         "counts per layer and micro-batch; mixture:0 all of them)")
-        ("steps", po::value<int>()->default_value(20), "timed steps per arm")
-        ("warmup", po::value<int>()->default_value(3), "untimed warm-up steps per arm")
-        ("threads", po::value<int>()->default_value(0), "intra-op threads (0: the config's train.threads)");
+    add_options(o);
     po::positional_options_description pos;
     pos.add("search", 1).add("set", -1);
     po::variables_map vm;
     if (!parse("bench search", kUsage, o, pos, args, vm)) return 0;
-    if (!vm.count("search"))
-      throw Error("no search file given", "prism bench search", "e.g. prism bench search experiments/search/cpu-128.yaml");
-    std::vector<std::string> overrides;
-    if (vm.count("set")) overrides = vm["set"].as<std::vector<std::string>>();
-    SearchPlan plan = plan_search(vm["search"].as<std::string>(), overrides);
-    resolve_data_settings(plan.config);  // the vocabulary follows the data, as in a run
-    TrainConfig& t = plan.config.train;
-    if (vm["threads"].as<int>() > 0) t.threads = vm["threads"].as<int>();
-    const Execution exec = resolve_execution(t);
-    const int steps = vm["steps"].as<int>(), warmup = vm["warmup"].as<int>();
-    if (steps < 1 || warmup < 0) throw Error("--steps must be at least 1 and --warmup at least 0", "prism bench search", "e.g. --steps 20");
-    const std::vector<ArmSpec> methods = parse_methods(vm["methods"].as<std::string>());
-    const int64_t micro = t.batch_size * t.seq_len;
-    const int64_t accum = t.tokens_per_step > 0 ? t.tokens_per_step / micro : 1;
-
-    std::cout << "prism bench search: a search's training steps, per-validation work and ranking against plain "
-                 "training steps of the same model\n";
-    std::cout << "machine: " << machine_description() << " | " << exec.describe() << "\n";
-    std::cout << fmt::format("model: {} layers x {}, vocab {}, {} micro-batch{} of {}x{} per step, attention {}; "
-                             "plain training under {}\n",
-                             plan.config.model.n_layer, plan.config.model.d_model, plan.config.model.vocab_size, accum,
-                             accum == 1 ? "" : "es", t.batch_size, t.seq_len, plan.config.attention.backend,
-                             plan.config.schedule.compact());
-    std::cout << fmt::format("space: {}\n", plan.space.describe());
-
-    std::vector<std::unique_ptr<Arm>> arms;
-    arms.push_back(std::make_unique<Arm>(plan, std::nullopt, exec, accum));
-    for (const ArmSpec& sm : methods) arms.push_back(std::make_unique<Arm>(plan, sm, exec, accum));
-    const size_t K = plan.space.choices().size();
-    auto name = [&](size_t i) {
-      if (i == 0) return std::string("plain training");
-      const SearchPlan& p = arms[i]->search_plan;
-      if (p.settings.method != SearchMethod::Mixture) return fmt::format("search, {}", method_name(p.settings.method));
-      return fmt::format("search, mixture {}/{}", mixture_paths(p.settings.mixture, K), K);
-    };
-    std::cerr << fmt::format("bench search: {} warm-up + {} timed steps of {} arms, taking turns ...\n", warmup, steps,
-                             arms.size());
-    for (int i = 0; i < warmup; ++i)
-      for (auto& a : arms) a->step();
-    std::vector<std::vector<double>> times(arms.size());
-    auto last = Clock::now();
-    for (int i = 0; i < steps; ++i) {
-      for (size_t a = 0; a < arms.size(); ++a) {
-        const auto t0 = Clock::now();
-        arms[a]->step();
-        times[a].push_back(seconds_since(t0));
-      }
-      if (seconds_since(last) > 10) {
-        last = Clock::now();
-        std::cerr << fmt::format("bench search: timed step {}/{}\n", i + 1, steps);
-      }
-    }
-    const double plain = std::accumulate(times[0].begin(), times[0].end(), 0.0) / steps;
-    const int64_t max_steps = t.max_steps;
-    const double validations = t.eval_every > 0 ? std::floor(static_cast<double>(max_steps) / t.eval_every) + 1 : 2;
-    std::cout << fmt::format("\n{:<22} {:>12} {:>10} {:>14} {:>14} {:>16}\n", "arm", "step (ms)", "vs plain",
-                             "per valid. (s)", "ranking (s)", fmt::format("run of {} steps", max_steps));
-    std::cout << fmt::format("{:<22} {:>12.1f} {:>10} {:>14} {:>14} {:>16}\n", name(0), 1e3 * plain, "1.00x", "-", "-",
-                             "1.00x");
-    std::vector<std::string> notes;
-    for (size_t a = 1; a < arms.size(); ++a) {
-      Arm& arm = *arms[a];
-      std::vector<double> ratios;
-      for (int i = 0; i < steps; ++i) ratios.push_back(times[a][static_cast<size_t>(i)] / times[0][static_cast<size_t>(i)]);
-      const double mean = std::accumulate(times[a].begin(), times[a].end(), 0.0) / steps;
-      const auto& rk = plan.settings.rank;
-      const int64_t held_out = std::max<int64_t>({rk.batches, rk.probe_batches, int64_t{1}});
-      const HeldOutLoss loss = random_held_out(arm.model, exec, t, held_out);
-      std::cerr << fmt::format("bench search: {}: timing the work at one validation and the ranking ...\n", name(a));
-      auto t0 = Clock::now();
-      arm.search->measure(arm.steps, loss, nullptr);
-      const double per_validation = seconds_since(t0);
-      t0 = Clock::now();
-      arm.search->finish(loss, nullptr, "", /*root=*/false);
-      const double ranking = seconds_since(t0);
-      const double run_ratio = (static_cast<double>(max_steps) * mean + validations * per_validation + ranking) /
-                               (static_cast<double>(max_steps) * plain);
-      std::cout << fmt::format("{:<22} {:>12.1f} {:>9.3f}x {:>14.2f} {:>14.1f} {:>15.3f}x\n", name(a), 1e3 * mean,
-                               median(ratios), per_validation, ranking, run_ratio);
-      notes.push_back(fmt::format("{}: the ranking evaluated {} schedules exactly{}", name(a), arm.search->ranking()->ranked.size(),
-                                  arm.search->ranking()->probes > 0
-                                      ? fmt::format(" and {} probes", arm.search->ranking()->probes)
-                                      : std::string()));
-    }
-    std::cout << "\n";
-    for (const auto& n : notes) std::cout << n << "\n";
-    for (const ArmSpec& sm : methods)
-      if (sm.method == SearchMethod::Mixture) {
-        std::cout << "mixture n/K: n of the K head counts per layer run per training micro-batch (search.mixture.paths: "
-                     "n < K sampled from the weights, renormalized; K: the exact mixture); validation and ranking use all K.\n";
-        break;
-      }
-    std::cout << fmt::format(
-        "vs plain: median over the {} timed steps of the paired step-time ratios (the arms take turns). run of {} steps: "
-        "({} x the mean search step + {:.0f} validations x their extra work + the ranking) / ({} x the mean plain "
-        "step); validation itself, the same in both, is left out.\n",
-        steps, max_steps, max_steps, validations, max_steps);
+    const Bench b = load_bench(vm);
+    print_header(b);
+    std::vector<std::unique_ptr<Arm>> arms = make_arms(b);
+    const std::vector<std::vector<double>> times = time_turns(arms, b.warmup, b.steps);
+    report(b, arms, times);
     return 0;
   });
 }

@@ -99,8 +99,8 @@ std::function<void(const PrepareProgress&)> progress_printer() {
   };
 }
 
-int prepare(const std::vector<std::string>& args) {
-  po::options_description o("prism data prepare");
+// Declares the options of `prism data prepare`.
+void add_prepare_options(po::options_description& o) {
   o.add_options()
       ("input", po::value<std::vector<std::string>>()->composing(), "input files or directories (also positional)")
       ("recipe,r", po::value<std::string>(), "a recipe name (data/recipes/<name>.yaml) or a recipe file")
@@ -122,11 +122,10 @@ int prepare(const std::vector<std::string>& args) {
       ("force", po::bool_switch(), "replace shards already prepared in the output directory")
       ("if-missing", po::bool_switch(), "do nothing if the output directory already holds a finished preparation")
       ("quiet,q", po::bool_switch(), "no progress line");
-  po::positional_options_description pos;
-  pos.add("input", -1);
-  po::variables_map vm;
-  if (!parse("data prepare", kUsage, o, pos, args, vm)) return 0;
+}
 
+// The preparation asked for: the recipe's settings (if any), overridden by the flags given.
+PrepareOptions prepare_options(const po::variables_map& vm) {
   PrepareOptions opt;
   if (vm.count("recipe")) opt = load_recipe(vm["recipe"].as<std::string>());
   if (vm.count("input")) opt.inputs = vm["input"].as<std::vector<std::string>>();
@@ -155,18 +154,11 @@ int prepare(const std::vector<std::string>& args) {
   if (opt.inputs.empty())
     throw Error("no input given", "command line", "give input files or directories, or --recipe NAME");
   if (opt.output.empty()) throw Error("no output directory given", "command line", "pass --output DIR");
+  return opt;
+}
 
-  if (vm["if-missing"].as<bool>() && !opt.force) {
-    if (auto done = read_prepared(opt.output)) {
-      std::cout << fmt::format("{} already prepared: {} tokens in {} shards (--force to redo)\n", opt.output,
-                               with_commas(done->tokens), done->shards.size());
-      return 0;
-    }
-  }
-  if (!vm["quiet"].as<bool>()) opt.progress = progress_printer();
-  opt.notice = [](const std::string& line) { std::cerr << "prepare: " << line << "\n"; };
-  const int threads = opt.threads > 0 ? opt.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  auto s = prepare_corpus(opt);
+// Prints what a preparation wrote: documents, tokens, shards, vocabulary, unigram baseline and rate.
+void print_prepared(const PrepareSummary& s, int threads) {
   std::cout << fmt::format("prepared {}: {} documents from {} files ({:.2f} MB) -> {} tokens\n", s.output,
                            with_commas(s.documents), with_commas(s.files), s.bytes / 1e6, with_commas(s.tokens));
   std::cout << fmt::format("  val   {:>12} tokens  {}\n", with_commas(s.val_tokens), s.shards.front());
@@ -186,6 +178,28 @@ int prepare(const std::vector<std::string>& args) {
                            threads == 1 ? "" : "s", s.bytes / 1e6 / std::max(s.seconds, 1e-9),
                            si(s.tokens / std::max(s.seconds, 1e-9), " tokens"),
                            s.resumed_shards ? ", counting the resumed shards' work" : "");
+}
+
+int prepare(const std::vector<std::string>& args) {
+  po::options_description o("prism data prepare");
+  add_prepare_options(o);
+  po::positional_options_description pos;
+  pos.add("input", -1);
+  po::variables_map vm;
+  if (!parse("data prepare", kUsage, o, pos, args, vm)) return 0;
+
+  PrepareOptions opt = prepare_options(vm);
+  if (vm["if-missing"].as<bool>() && !opt.force) {
+    if (auto done = read_prepared(opt.output)) {
+      std::cout << fmt::format("{} already prepared: {} tokens in {} shards (--force to redo)\n", opt.output,
+                               with_commas(done->tokens), done->shards.size());
+      return 0;
+    }
+  }
+  if (!vm["quiet"].as<bool>()) opt.progress = progress_printer();
+  opt.notice = [](const std::string& line) { std::cerr << "prepare: " << line << "\n"; };
+  const int threads = opt.threads > 0 ? opt.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  print_prepared(prepare_corpus(opt), threads);
   return 0;
 }
 
