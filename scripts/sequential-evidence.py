@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Evidence for the seeds-until-resolved design (lib/prism/analysis/sequential.h).
+"""Evidence for the seeds-until-resolved design (lib/prism/stats/sequential.h).
 
 For each scenario (a design FIRST:STEP:CAP, m comparisons against uniform, the sd of a
 paired difference, the target effect = the equivalence margin) this runs

@@ -7,9 +7,9 @@
 #include <sstream>
 
 #include "cli.h"
+#include "prism/config/cost.h"
 #include "prism/data/dataset.h"
 #include "prism/error.h"
-#include "prism/schedule/cost.h"
 #include "prism/model/gpt.h"
 #include "prism/schedule/enumerate.h"
 

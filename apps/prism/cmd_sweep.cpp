@@ -2,7 +2,7 @@
 #include <iostream>
 
 #include "cli.h"
-#include "prism/sweep/sweep_request.h"
+#include "prism/study/sweep_request.h"
 #include "trained_model_options.h"
 
 namespace prism::cli {

@@ -9,8 +9,8 @@
 #include <limits>
 
 #include "analysis/analysis_support.h"
-#include "prism/analysis/table.h"
 #include "prism/error.h"
+#include "prism/store/table.h"
 
 using namespace prism;
 using namespace prism::test;

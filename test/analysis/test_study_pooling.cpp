@@ -10,8 +10,8 @@
 #include <filesystem>
 #include <map>
 
-#include "prism/analysis/table.h"
 #include "prism/store/run_reader.h"
+#include "prism/store/table.h"
 #include "support.h"
 
 using namespace prism::test;

@@ -18,8 +18,8 @@
 
 #include "test_paths.h"
 #include "analysis/analysis_support.h"
-#include "prism/analysis/table.h"
 #include "prism/store/run_reader.h"
+#include "prism/store/table.h"
 #include "prism/sweep/plan.h"
 #include "sweep/sweep_support.h"
 

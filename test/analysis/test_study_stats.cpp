@@ -14,11 +14,11 @@
 #include <random>
 
 #include "prism/analysis/study_report.h"
-#include "prism/analysis/table.h"
 #include "prism/analysis/throughput_bench.h"
 #include "prism/config/model_config.h"
 #include "prism/error.h"
 #include "prism/schedule/head_schedule.h"
+#include "prism/store/table.h"
 #include "support.h"
 
 using namespace prism;

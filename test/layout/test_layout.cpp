@@ -2,12 +2,15 @@
 // folders named in PRISM_CORE_FOLDERS plus the top-level files, and none of it may
 // include LibTorch, directly or through a prism header from a torch folder.
 // And one folder, lib/prism/ops, is the only adapter between tensors and kernels/:
-// no other file of lib/ or apps/ includes a kernels/ header.
+// no other file of lib/ or apps/ includes a kernels/ header. And lib/prism's folders
+// include each other without a cycle: each folder sits above the folders it includes
+// (docs/development.md draws the order).
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -95,7 +98,7 @@ bool is_source(const fs::path& p) {
 // Every source file of lib/ and apps/ outside lib/prism/ops.
 std::vector<fs::path> files_outside_ops() {
   std::vector<fs::path> files;
-  for (const fs::path root : {kLib, fs::path(PRISM_SOURCE_DIR) / "apps"})
+  for (const fs::path& root : {kLib, fs::path(PRISM_SOURCE_DIR) / "apps"})
     for (auto it = fs::recursive_directory_iterator(root); it != fs::recursive_directory_iterator(); ++it) {
       if (it->is_directory() && it->path() == kOps) {
         it.disable_recursion_pending();
@@ -117,6 +120,66 @@ std::string kernel_includes(const fs::path& file) {
       found += fmt::format("{}:{}: includes {}{}\n", file.string(), inc.first, spelled ? "" : "kernels/", header);
   }
   return found;
+}
+
+// The folders of lib/prism and, for each, the folders its files include (a file at lib/prism's top
+// level is folder ""), with one file:line per edge for messages.
+using FolderGraph = std::map<std::string, std::map<std::string, std::string>>;
+
+FolderGraph folder_graph(const fs::path& root) {
+  static const std::regex prism_header(R"(^prism/([^/]+)/)");
+  FolderGraph g;
+  for (const auto& e : fs::recursive_directory_iterator(root)) {
+    if (!e.is_regular_file() || !is_source(e.path())) continue;
+    const fs::path rel = fs::relative(e.path(), root);
+    const std::string from = std::distance(rel.begin(), rel.end()) > 1 ? rel.begin()->string() : "";
+    g[from];
+    for (const auto& inc : includes_of(e.path())) {
+      std::smatch m;
+      if (!std::regex_search(inc.second, m, prism_header) || m[1].str() == from) continue;
+      g[from].emplace(m[1].str(), fmt::format("{}:{}", e.path().string(), inc.first));
+    }
+  }
+  return g;
+}
+
+// Every cycle among the folders, one per strongly connected component, as "a -> b -> a" with the
+// include behind each arrow ("" when there is none).
+std::string folder_cycles(const FolderGraph& g) {
+  // Reachability by depth-first search from each folder; a and b share a cycle when each reaches the other.
+  auto reach = [&](const std::string& start) {
+    std::set<std::string> seen;
+    std::vector<std::string> todo{start};
+    while (!todo.empty()) {
+      const std::string f = todo.back();
+      todo.pop_back();
+      auto it = g.find(f);
+      if (it == g.end()) continue;
+      for (const auto& edge : it->second)
+        if (seen.insert(edge.first).second) todo.push_back(edge.first);
+    }
+    return seen;
+  };
+  std::map<std::string, std::set<std::string>> reaches;
+  for (const auto& kv : g) reaches[kv.first] = reach(kv.first);
+  std::string out;
+  std::set<std::string> reported;
+  for (const auto& [a, from_a] : reaches) {
+    if (reported.count(a) || !from_a.count(a)) continue;
+    std::string component;
+    for (const auto& [b, from_b] : reaches)
+      if (from_a.count(b) && from_b.count(a)) {
+        reported.insert(b);
+        component += (component.empty() ? "" : ", ") + b + "/";
+      }
+    out += "cycle among " + component + ":";
+    for (const auto& [b, edges] : g)
+      if (from_a.count(b) && reaches[b].count(a))
+        for (const auto& [c, where] : edges)
+          if (from_a.count(c) && reaches[c].count(a)) out += fmt::format("\n  {}/ -> {}/ ({})", b, c, where);
+    out += "\n";
+  }
+  return out;
 }
 
 }  // namespace
@@ -179,4 +242,33 @@ TEST_CASE("the layout check finds a torch include and a torch-folder include", "
   CHECK(problems.find(":4: includes prism/model/gpt.h from model/") != std::string::npos);
   CHECK(problems.find(":1:") == std::string::npos);
   CHECK(problems.find(":2:") == std::string::npos);
+}
+
+TEST_CASE("lib/prism's folders include each other without a cycle", "[layout]") {
+  const FolderGraph g = folder_graph(kLib / "prism");
+  REQUIRE(g.size() > 10);
+  INFO("Fix: move what the lower folder needs from the upper one down (a general tool to a folder both use), "
+       "or the upper code out of the lower folder; docs/development.md, \"The folders\", gives the order");
+  CHECK(folder_cycles(g) == "");
+  // The reporting layer sits above what it reports on.
+  for (const char* below : {"sweep", "search", "eval", "train", "store", "model", "ops", "data", "config", "schedule"}) {
+    INFO(below);
+    CHECK(g.at(below).count("analysis") == 0);
+  }
+}
+
+TEST_CASE("the cycle check finds a cycle through three folders and names each include", "[layout]") {
+  const fs::path dir = fs::temp_directory_path() / fmt::format("prism-layout-c-{}", ::getpid());
+  for (const char* f : {"a", "b", "c", "d"}) fs::create_directories(dir / f);
+  auto write = [&](const char* file, const char* text) { std::ofstream(dir / file) << text; };
+  write("a/x.cpp", "#include \"prism/b/y.h\"\n");
+  write("b/y.h", "#include <vector>\n#include \"prism/c/z.h\"\n");
+  write("c/z.h", "#include \"prism/a/x.h\"\n#include \"prism/d/w.h\"\n");
+  write("d/w.h", "#include \"prism/error.h\"\n");
+  const std::string cycles = folder_cycles(folder_graph(dir));
+  fs::remove_all(dir);
+  CHECK_THAT(cycles, Catch::Contains("cycle among a/, b/, c/:"));
+  CHECK_THAT(cycles, Catch::Contains("b/ -> c/ (") && Catch::Contains("y.h:2)"));
+  CHECK_THAT(cycles, Catch::Contains("c/ -> a/ (") && Catch::Contains("z.h:1)"));
+  CHECK_THAT(cycles, !Catch::Contains("d/"));
 }

@@ -1,8 +1,8 @@
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 
+#include "prism/config/cost.h"
 #include "prism/error.h"
-#include "prism/schedule/cost.h"
 #include "prism/model/gpt.h"
 
 using namespace prism;

@@ -6,10 +6,10 @@
 #include <cmath>
 #include <random>
 
-#include "prism/analysis/stats.h"
 #include "prism/error.h"
 #include "prism/schedule/rules.h"
 #include "prism/search/layer_scores.h"
+#include "prism/stats/stats.h"
 
 using namespace prism;
 

@@ -12,7 +12,7 @@
 
 #include "prism/data/prepare.h"
 #include "prism/model/gpt.h"
-#include "prism/analysis/stats.h"
+#include "prism/stats/stats.h"
 #include "prism/sweep/dry_run.h"
 #include "prism/sweep/index.h"
 #include "prism/sweep/plan.h"

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "prism/analysis/distance_profile.h"
-#include "prism/analysis/stats.h"
+#include "prism/stats/stats.h"
 #include "prism/store/result_group.h"
 
 namespace prism {

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "prism/analysis/stats.h"
+#include "prism/stats/stats.h"
 #include "prism/store/result_group.h"
 #include "prism/store/run_reader.h"
 

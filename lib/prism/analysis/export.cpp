@@ -9,10 +9,10 @@
 
 #include "prism/analysis/distance_delta.h"
 #include "prism/analysis/distance_profile.h"
-#include "prism/analysis/run_unigram.h"
 #include "prism/error.h"
-#include "prism/train/position_loss.h"
 #include "prism/store/run_reader.h"
+#include "prism/store/run_unigram.h"
+#include "prism/train/position_loss.h"
 
 namespace prism {
 namespace {
@@ -174,68 +174,66 @@ std::string source_of(const std::vector<DistanceProfile>& ps) {
   return "heldout";
 }
 
-Table delta_table(const RunSet& set, const ExportOptions& o) {
-  Table t;
-  t.columns = {"run",       "heads",       "baseline",    "baseline_heads", "source",     "layer",
-               "layer_heads", "baseline_layer_heads", "prism", "baseline_distance", "delta", "batch_ci_lo",
-               "batch_ci_hi", "seed_ci_lo", "seed_ci_hi",  "confidence",    "batches",    "prism_runs",
-               "baseline_runs", "prism_normalized", "baseline_normalized", "delta_normalized",
-               "batch_ci_normalized_lo", "batch_ci_normalized_hi", "seed_ci_normalized_lo", "seed_ci_normalized_hi",
-               "seed_method", "seed_pairs", "seed_p", "seed_p_normalized"};
-  struct Measured {
-    std::string name;
-    std::vector<int> heads;
-    std::string key;  // grid values other than schedule and seed
-    DistanceProfile profile;
-  };
-  auto measure = [&](const RunSet& s, bool training_rows) {
-    std::vector<Measured> out;
-    for (auto& [e, r] : open_runs(s, t)) {
-      std::string key;
-      for (const auto& c : s.param_columns) key += c + "=" + (e->index.count(c) ? e->index.at(c) : "") + ";";
-      try {
-        out.push_back({e->name, r.attributes().heads, key, read_profile(r, training_rows)});
-      } catch (const Error& err) {
-        if (!training_rows) throw;
-        t.notes.push_back(fmt::format("{}: {}", e->name, err.what_part()));
-      }
-    }
-    return out;
-  };
-  auto profiles = [](const std::vector<Measured>& m) {
-    std::vector<DistanceProfile> out;
-    for (const auto& x : m) out.push_back(x.profile);
-    return out;
-  };
-  auto names = [](const std::vector<Measured>& m) {
-    std::vector<std::string> out;
-    for (const auto& x : m) out.push_back(x.name);
-    return out;
-  };
+// A run measured for Delta D_l.
+struct Measured {
+  std::string name;
+  std::vector<int> heads;
+  std::string key;  // grid values other than schedule and seed
+  DistanceProfile profile;
+};
 
-  if (!o.baseline.empty()) {
-    auto prism = measure(set, true), base = measure(find_runs(o.baseline), true);
-    auto p = profiles(prism), b = profiles(base);
-    add_delta_rows(t, distance_delta(p, b, o.confidence), join_names(names(prism)), join_names(names(base)),
-                   source_of(p) == "heldout" && source_of(b) == "heldout" ? "heldout" : "train");
-    return t;
-  }
-  if (!set.sweep) {
-    for (auto& [e, r] : open_runs(set, t)) {
-      if (!r.has_group("attention/delta")) {
-        t.notes.push_back(fmt::format("{}: no stored Delta D_l", e->name));
-        continue;
-      }
-      DistanceDelta d = delta_from_group(r.read_group("attention/delta"), r.path());
-      add_delta_rows(t, d, e->name, join_names(d.baseline_runs), "heldout");
+// Each run's distance profile (read_profile; with training_rows, the training-time one where no held-out
+// one is stored, and a run with neither is a note in t rather than an error).
+std::vector<Measured> measure_runs(const RunSet& s, bool training_rows, Table& t) {
+  std::vector<Measured> out;
+  for (auto& [e, r] : open_runs(s, t)) {
+    std::string key;
+    for (const auto& c : s.param_columns) key += c + "=" + (e->index.count(c) ? e->index.at(c) : "") + ";";
+    try {
+      out.push_back({e->name, r.attributes().heads, key, read_profile(r, training_rows)});
+    } catch (const Error& err) {
+      if (!training_rows) throw;
+      t.notes.push_back(fmt::format("{}: {}", e->name, err.what_part()));
     }
-    if (t.rows.empty())
-      throw Error("no Delta D_l stored in these runs", set.runs.empty() ? "" : set.runs.front().h5,
-                  "pass the uniform baseline with --baseline RUN, or run prism distance RUN --baseline BASE --data DIR");
-    return t;
   }
-  // A sweep: each schedule against the uniform runs with the same other grid values.
-  auto all = measure(set, true);
+  return out;
+}
+
+std::vector<DistanceProfile> profiles_of(const std::vector<Measured>& m) {
+  std::vector<DistanceProfile> out;
+  for (const auto& x : m) out.push_back(x.profile);
+  return out;
+}
+
+std::vector<std::string> names_of(const std::vector<Measured>& m) {
+  std::vector<std::string> out;
+  for (const auto& x : m) out.push_back(x.name);
+  return out;
+}
+
+// The rows of `prism` pooled against `base` pooled.
+void add_measured_delta(Table& t, const std::vector<Measured>& prism, const std::vector<Measured>& base,
+                        double confidence) {
+  auto p = profiles_of(prism), b = profiles_of(base);
+  add_delta_rows(t, distance_delta(p, b, confidence), join_names(names_of(prism)), join_names(names_of(base)),
+                 source_of(p) == "heldout" && source_of(b) == "heldout" ? "heldout" : "train");
+}
+
+// Runs, not a sweep, without --baseline: the Delta D_l each run stored (prism distance --baseline).
+void add_stored_deltas(const RunSet& set, Table& t) {
+  for (auto& [e, r] : open_runs(set, t)) {
+    if (!r.has_group("attention/delta")) {
+      t.notes.push_back(fmt::format("{}: no stored Delta D_l", e->name));
+      continue;
+    }
+    DistanceDelta d = delta_from_group(r.read_group("attention/delta"), r.path());
+    add_delta_rows(t, d, e->name, join_names(d.baseline_runs), "heldout");
+  }
+}
+
+// A sweep: each schedule against the uniform runs with the same other grid values.
+void add_sweep_deltas(const RunSet& set, double confidence, Table& t) {
+  auto all = measure_runs(set, true, t);
   std::map<std::pair<std::string, std::vector<int>>, std::vector<Measured>> groups;
   for (auto& m : all) groups[{m.key, m.heads}].push_back(m);
   for (const auto& [key, members] : groups) {
@@ -244,13 +242,34 @@ Table delta_table(const RunSet& set, const ExportOptions& o) {
     for (const auto& [k2, m2] : groups)
       if (k2.first == key.first && is_uniform(k2.second) && k2.second.size() == key.second.size()) base = &m2;
     if (!base) {
-      t.notes.push_back(fmt::format("{}: no uniform baseline with the same grid values", join_names(names(members))));
+      t.notes.push_back(fmt::format("{}: no uniform baseline with the same grid values", join_names(names_of(members))));
       continue;
     }
-    auto p = profiles(members), b = profiles(*base);
-    add_delta_rows(t, distance_delta(p, b, o.confidence), join_names(names(members)), join_names(names(*base)),
-                   source_of(p) == "heldout" && source_of(b) == "heldout" ? "heldout" : "train");
+    add_measured_delta(t, members, *base, confidence);
   }
+}
+
+Table delta_table(const RunSet& set, const ExportOptions& o) {
+  Table t;
+  t.columns = {"run",       "heads",       "baseline",    "baseline_heads", "source",     "layer",
+               "layer_heads", "baseline_layer_heads", "prism", "baseline_distance", "delta", "batch_ci_lo",
+               "batch_ci_hi", "seed_ci_lo", "seed_ci_hi",  "confidence",    "batches",    "prism_runs",
+               "baseline_runs", "prism_normalized", "baseline_normalized", "delta_normalized",
+               "batch_ci_normalized_lo", "batch_ci_normalized_hi", "seed_ci_normalized_lo", "seed_ci_normalized_hi",
+               "seed_method", "seed_pairs", "seed_p", "seed_p_normalized"};
+  if (!o.baseline.empty()) {
+    auto prism = measure_runs(set, true, t), base = measure_runs(find_runs(o.baseline), true, t);
+    add_measured_delta(t, prism, base, o.confidence);
+    return t;
+  }
+  if (!set.sweep) {
+    add_stored_deltas(set, t);
+    if (t.rows.empty())
+      throw Error("no Delta D_l stored in these runs", set.runs.empty() ? "" : set.runs.front().h5,
+                  "pass the uniform baseline with --baseline RUN, or run prism distance RUN --baseline BASE --data DIR");
+    return t;
+  }
+  add_sweep_deltas(set, o.confidence, t);
   if (t.rows.empty())
     throw Error("no schedule could be paired with a uniform baseline", set.runs.empty() ? "" : set.runs.front().h5,
                 "the sweep needs uniform runs (schedule 'uniform') with the same other grid values");

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "prism/analysis/run_set.h"
-#include "prism/analysis/table.h"
+#include "prism/store/table.h"
 
 namespace prism {
 

@@ -6,12 +6,12 @@
 #include <filesystem>
 
 #include "prism/analysis/measure_distance.h"
-#include "prism/analysis/result_store.h"
-#include "prism/analysis/stats.h"
-#include "prism/train/loader.h"
 #include "prism/error.h"
-#include "prism/store/run_reader.h"
+#include "prism/stats/stats.h"
 #include "prism/store/checkpoint_reader.h"
+#include "prism/store/result_store.h"
+#include "prism/store/run_reader.h"
+#include "prism/train/loader.h"
 
 namespace fs = std::filesystem;
 

@@ -5,9 +5,9 @@
 #include <filesystem>
 
 #include "prism/analysis/heldout_distance.h"
-#include "prism/analysis/result_store.h"
 #include "prism/error.h"
 #include "prism/store/checkpoint_reader.h"
+#include "prism/store/result_store.h"
 #include "prism/store/run_reader.h"
 #include "prism/train/loader.h"
 

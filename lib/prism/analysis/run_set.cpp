@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "prism/analysis/table.h"
 #include "prism/error.h"
+#include "prism/store/table.h"
 
 namespace fs = std::filesystem;
 

@@ -33,7 +33,7 @@
 #include <string>
 #include <vector>
 
-#include "prism/analysis/table.h"
+#include "prism/store/table.h"
 
 namespace prism {
 

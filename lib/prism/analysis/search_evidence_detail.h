@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "prism/analysis/search_evidence.h"
-#include "prism/analysis/stats.h"
+#include "prism/stats/stats.h"
 
 namespace prism {
 

@@ -10,8 +10,8 @@
 
 #include "prism/analysis/search_evidence_detail.h"
 #include "prism/config/config.h"
+#include "prism/config/cost.h"
 #include "prism/error.h"
-#include "prism/schedule/cost.h"
 #include "prism/schedule/rules.h"
 #include "prism/search/search.h"
 #include "prism/sweep/plan.h"

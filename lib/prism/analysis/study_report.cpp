@@ -586,7 +586,7 @@ StudyReport build_study_report(Study study, const ReportOptions& o) {
 
 namespace {
 
-// The report's tables, their columns named, no rows yet.
+// The report's tables: their columns named on construction, then rows added a scale at a time.
 struct ReportTables {
   Table loss, paired, miles, zero, thr, delta, curves, figures, by_position, sequential;
   ReportTables() {
@@ -619,97 +619,124 @@ struct ReportTables {
                       "unigram_val_loss"};
     figures.columns = {"file", "kind", "scale", "schedule", "title"};
   }
-};
 
-}  // namespace
+  // A configuration's final loss (and its difference from uniform), and its seeds paired with uniform's.
+  void add_loss(const StudyScale& sc, const ConfigReport& cr, const ReportOptions& o) {
+    const StudyConfig& c = *cr.config;
+    const std::string heads = heads_cell(c.heads);
+    const double u = c.unigram();
+    const int64_t params = c.parameters();
+    const bool d = cr.diff.has_value();
+    loss.add({sc.label, c.schedule, heads, c.settings, params > 0 ? Cell(params) : Cell(), int64_t(cr.loss.seeds), cr.loss.mean,
+              cr.loss.ci.lo, cr.loss.ci.hi, cr.loss.sd, cr.loss.val_se, u, d ? cr.diff->mean : kNaN,
+              d ? cr.diff->ci.lo : kNaN, d ? cr.diff->ci.hi : kNaN, d ? cr.diff->p : kNaN, d ? cr.diff->p_holm : kNaN,
+              d ? cr.diff->method : std::string(), int64_t(d ? cr.diff->pairs : 0),
+              int64_t(d ? cr.diff->runs : 0), int64_t(d ? cr.diff->baseline_runs : 0), o.confidence,
+              d ? cr.diff->sd : kNaN, o.power, d ? cr.diff->mde : kNaN, d ? cr.diff->mde_holm : kNaN,
+              d ? cr.diff->margin : kNaN, d ? cr.diff->tost_p : kNaN, d ? cr.diff->tost_p_holm : kNaN,
+              d ? cr.diff->verdict : std::string()});
+    if (d)
+      for (const auto& [seed, v] : cr.diff->seeds)
+        paired.add({sc.label, c.schedule, c.settings, int64_t(seed), v.first, v.second, v.first - v.second, u});
+  }
 
-std::vector<std::pair<std::string, Table>> report_tables(const StudyReport& rep) {
-  const double conf = rep.options.confidence;
-  ReportTables tables;
-  Table &loss = tables.loss, &paired = tables.paired, &miles = tables.miles, &zero = tables.zero, &thr = tables.thr,
-        &delta = tables.delta, &curves = tables.curves, &figures = tables.figures;
-  for (const auto& s : rep.scales) {
+  // Its milestones, zero-shot scores and (a schedule only) throughput against uniform.
+  void add_milestones_tasks_throughput(const StudyScale& sc, const ConfigReport& cr) {
+    const StudyConfig& c = *cr.config;
+    const double u = c.unigram();
+    for (size_t k = 0; k < cr.milestones.size(); ++k) {
+      const auto& m = cr.milestones[k];
+      miles.add({sc.label, c.schedule, c.settings, int64_t(k + 1), m.level, int64_t(m.reached), int64_t(m.runs),
+                 m.steps, m.steps_ci.lo, m.steps_ci.hi, m.tokens, m.ratio, m.ratio_ci.lo, m.ratio_ci.hi,
+                 int64_t(m.ratio_pairs), u});
+    }
+    for (const auto& t : cr.tasks)
+      zero.add({sc.label, c.schedule, c.settings, t.task, int64_t(t.seeds), t.n, t.acc, t.acc_stderr, t.acc_norm,
+                t.acc_norm_stderr, t.acc_norm_diff, int64_t(t.test_pairs), t.compared, t.only_this, t.only_baseline,
+                t.p, t.p_holm});
+    const auto& th = cr.throughput;
+    if (!c.uniform)
+      thr.add({sc.label, c.schedule, c.settings, int64_t(th.measured), th.dtype, th.uniform_tokens_per_s,
+               th.tokens_per_s, th.ratio, th.machine, th.command, th.note, th.ratio_ci.lo, th.ratio_ci.hi});
+  }
+
+  // Its Delta D_l per layer and the figure of it, when it has one.
+  void add_delta_layers(const StudyScale& sc, const ConfigReport& cr) {
+    if (!cr.delta) return;
+    const StudyConfig& c = *cr.config;
+    for (size_t l = 0; l < cr.delta->rows.size(); ++l) {
+      const auto& r = cr.delta->rows[l];
+      const bool transition = std::find(cr.transitions.begin(), cr.transitions.end(), r.layer) != cr.transitions.end();
+      delta.add({sc.label, c.schedule, c.settings, int64_t(r.layer), int64_t(r.heads), int64_t(r.baseline_heads),
+                 int64_t(sc.d_model / r.heads), int64_t(transition), r.prism, r.baseline, r.delta, r.batch_ci.lo,
+                 r.batch_ci.hi, cr.delta->seed_method, int64_t(cr.delta->seed_pairs), r.seed_ci.lo, r.seed_ci.hi,
+                 r.seed_p, cr.delta_p_holm[l], r.prism_normalized, r.baseline_normalized, r.delta_normalized,
+                 r.batch_ci_normalized.lo, r.batch_ci_normalized.hi, r.seed_ci_normalized.lo,
+                 r.seed_ci_normalized.hi, r.seed_p_normalized, cr.delta_p_holm_normalized[l],
+                 int64_t(cr.delta->prism_runs.size()), int64_t(cr.delta->baseline_runs.size())});
+    }
+    figures.add({report_figure("delta", sc, &c), std::string("delta"), sc.label, c.label(),
+                 fmt::format("{}: Delta D_l, {} - uniform (transitions dashed)", sc.label, c.label())});
+  }
+
+  // Its loss by position and every run's validation curve.
+  void add_positions_curves(const StudyScale& sc, const ConfigReport& cr, double conf) {
+    const StudyConfig& c = *cr.config;
+    for (size_t b = 0; b < cr.by_position.size(); ++b) {
+      const auto& p = cr.by_position[b];
+      by_position.add({sc.label, c.schedule, c.settings, int64_t(b), p.lo, p.hi - 1, int64_t(p.seeds), p.loss,
+                       p.loss_ci.lo, p.loss_ci.hi, p.diff, p.diff_ci.lo, p.diff_ci.hi, p.p, int64_t(p.pairs), conf});
+    }
+    for (const auto* r : c.runs)
+      for (const auto& v : r->val)
+        curves.add({sc.label, c.schedule, c.settings, r->name, int64_t(r->seed), v.step, v.tokens, v.loss, v.loss_se,
+                    r->unigram});
+  }
+
+  // A scale: its loss figure, then every configuration's rows.
+  void add_scale(const ScaleReport& s, const ReportOptions& o) {
     const StudyScale& sc = *s.scale;
     const double unigram = sc.unigrams.size() == 1 ? sc.unigrams.front() : kNaN;
     figures.add({report_figure("loss", sc, nullptr), std::string("loss"), sc.label, std::string(""),
                  fmt::format("{}: validation loss (unigram baseline {})", sc.label,
                              std::isfinite(unigram) ? fmt::format("{:.4f}", unigram) : "unknown, or several")});
     for (const auto& cr : s.configs) {
-      const StudyConfig& c = *cr.config;
-      const std::string heads = heads_cell(c.heads);
-      const double u = c.unigram();
-      const int64_t params = c.parameters();
-      const bool d = cr.diff.has_value();
-      loss.add({sc.label, c.schedule, heads, c.settings, params > 0 ? Cell(params) : Cell(), int64_t(cr.loss.seeds), cr.loss.mean,
-                cr.loss.ci.lo, cr.loss.ci.hi, cr.loss.sd, cr.loss.val_se, u, d ? cr.diff->mean : kNaN,
-                d ? cr.diff->ci.lo : kNaN, d ? cr.diff->ci.hi : kNaN, d ? cr.diff->p : kNaN, d ? cr.diff->p_holm : kNaN,
-                d ? cr.diff->method : std::string(), int64_t(d ? cr.diff->pairs : 0),
-                int64_t(d ? cr.diff->runs : 0), int64_t(d ? cr.diff->baseline_runs : 0), conf,
-                d ? cr.diff->sd : kNaN, rep.options.power, d ? cr.diff->mde : kNaN, d ? cr.diff->mde_holm : kNaN,
-                d ? cr.diff->margin : kNaN, d ? cr.diff->tost_p : kNaN, d ? cr.diff->tost_p_holm : kNaN,
-                d ? cr.diff->verdict : std::string()});
-      if (d)
-        for (const auto& [seed, v] : cr.diff->seeds)
-          paired.add({sc.label, c.schedule, c.settings, int64_t(seed), v.first, v.second, v.first - v.second, u});
-      for (size_t k = 0; k < cr.milestones.size(); ++k) {
-        const auto& m = cr.milestones[k];
-        miles.add({sc.label, c.schedule, c.settings, int64_t(k + 1), m.level, int64_t(m.reached), int64_t(m.runs),
-                   m.steps, m.steps_ci.lo, m.steps_ci.hi, m.tokens, m.ratio, m.ratio_ci.lo, m.ratio_ci.hi,
-                   int64_t(m.ratio_pairs), u});
-      }
-      for (const auto& t : cr.tasks)
-        zero.add({sc.label, c.schedule, c.settings, t.task, int64_t(t.seeds), t.n, t.acc, t.acc_stderr, t.acc_norm,
-                  t.acc_norm_stderr, t.acc_norm_diff, int64_t(t.test_pairs), t.compared, t.only_this, t.only_baseline,
-                  t.p, t.p_holm});
-      const auto& th = cr.throughput;
-      if (!c.uniform)
-        thr.add({sc.label, c.schedule, c.settings, int64_t(th.measured), th.dtype, th.uniform_tokens_per_s,
-                 th.tokens_per_s, th.ratio, th.machine, th.command, th.note, th.ratio_ci.lo, th.ratio_ci.hi});
-      if (cr.delta) {
-        for (size_t l = 0; l < cr.delta->rows.size(); ++l) {
-          const auto& r = cr.delta->rows[l];
-          const bool transition = std::find(cr.transitions.begin(), cr.transitions.end(), r.layer) != cr.transitions.end();
-          delta.add({sc.label, c.schedule, c.settings, int64_t(r.layer), int64_t(r.heads), int64_t(r.baseline_heads),
-                     int64_t(sc.d_model / r.heads), int64_t(transition), r.prism, r.baseline, r.delta, r.batch_ci.lo,
-                     r.batch_ci.hi, cr.delta->seed_method, int64_t(cr.delta->seed_pairs), r.seed_ci.lo, r.seed_ci.hi,
-                     r.seed_p, cr.delta_p_holm[l], r.prism_normalized, r.baseline_normalized, r.delta_normalized,
-                     r.batch_ci_normalized.lo, r.batch_ci_normalized.hi, r.seed_ci_normalized.lo,
-                     r.seed_ci_normalized.hi, r.seed_p_normalized, cr.delta_p_holm_normalized[l],
-                     int64_t(cr.delta->prism_runs.size()), int64_t(cr.delta->baseline_runs.size())});
-        }
-        figures.add({report_figure("delta", sc, &c), std::string("delta"), sc.label, c.label(),
-                     fmt::format("{}: Delta D_l, {} - uniform (transitions dashed)", sc.label, c.label())});
-      }
-      for (size_t b = 0; b < cr.by_position.size(); ++b) {
-        const auto& p = cr.by_position[b];
-        tables.by_position.add({sc.label, c.schedule, c.settings, int64_t(b), p.lo, p.hi - 1, int64_t(p.seeds), p.loss,
-                                p.loss_ci.lo, p.loss_ci.hi, p.diff, p.diff_ci.lo, p.diff_ci.hi, p.p,
-                                int64_t(p.pairs), conf});
-      }
-      for (const auto* r : c.runs)
-        for (const auto& v : r->val)
-          curves.add({sc.label, c.schedule, c.settings, r->name, int64_t(r->seed), v.step, v.tokens, v.loss,
-                      v.loss_se, r->unigram});
+      add_loss(sc, cr, o);
+      add_milestones_tasks_throughput(sc, cr);
+      add_delta_layers(sc, cr);
+      add_positions_curves(sc, cr, o.confidence);
     }
   }
-  bool any_sequential = false;
-  for (const auto& s : rep.scales) {
-    if (!s.sequential) continue;
-    any_sequential = true;
+
+  // A scale's sequential verdicts, look by look.
+  void add_sequential(const ScaleReport& s) {
     const SequentialState& st = *s.sequential;
     for (size_t k = 0; k < st.verdicts.size(); ++k)
       for (size_t c = 0; c < st.comparisons.size(); ++c) {
         const StudyConfig& cfg = *st.comparisons[c]->config;
         const std::string& v = st.verdicts[k][c];
-        tables.sequential.add({s.scale->label, cfg.schedule, cfg.settings, int64_t(k + 1), int64_t(st.look_pairs[k]),
-                               st.levels.difference, st.levels.equivalence, st.comparisons[c]->diff->margin,
-                               v.empty() ? std::string("unresolved") : v});
+        sequential.add({s.scale->label, cfg.schedule, cfg.settings, int64_t(k + 1), int64_t(st.look_pairs[k]),
+                        st.levels.difference, st.levels.equivalence, st.comparisons[c]->diff->margin,
+                        v.empty() ? std::string("unresolved") : v});
       }
   }
+};
+
+}  // namespace
+
+std::vector<std::pair<std::string, Table>> report_tables(const StudyReport& rep) {
+  ReportTables tables;
+  for (const auto& s : rep.scales) tables.add_scale(s, rep.options);
+  bool any_sequential = false;
+  for (const auto& s : rep.scales) {
+    if (!s.sequential) continue;
+    any_sequential = true;
+    tables.add_sequential(s);
+  }
   std::vector<std::pair<std::string, Table>> out{
-      {"final_loss.csv", loss},   {"paired.csv", paired}, {"milestones.csv", miles},
-      {"zero_shot.csv", zero},    {"throughput.csv", thr}, {"delta.csv", delta},
-      {"curves.csv", curves},     {"figures.csv", figures}, {"loss_by_position.csv", tables.by_position}};
+      {"final_loss.csv", tables.loss},   {"paired.csv", tables.paired}, {"milestones.csv", tables.miles},
+      {"zero_shot.csv", tables.zero},    {"throughput.csv", tables.thr}, {"delta.csv", tables.delta},
+      {"curves.csv", tables.curves},     {"figures.csv", tables.figures}, {"loss_by_position.csv", tables.by_position}};
   if (any_sequential) out.emplace_back("sequential.csv", tables.sequential);
   return out;
 }

@@ -29,10 +29,10 @@
 #include <vector>
 
 #include "prism/analysis/distance_delta.h"
-#include "prism/analysis/sequential.h"
-#include "prism/analysis/stats.h"
 #include "prism/analysis/study_runs.h"
-#include "prism/analysis/table.h"
+#include "prism/stats/sequential.h"
+#include "prism/stats/stats.h"
+#include "prism/store/table.h"
 
 namespace prism {
 
@@ -52,7 +52,7 @@ struct ReportOptions {
   // paper_effect(scale).nats of each scale (config/model_config.h).
   double margin = std::numeric_limits<double>::quiet_NaN();
   double power = 0.8;             // the power the minimum detectable effects are stated at
-  // Seeds until resolved (prism report --sequential FIRST:STEP:CAP; analysis/sequential.h):
+  // Seeds until resolved (prism report --sequential FIRST:STEP:CAP; stats/sequential.h):
   // first 0 reports none. Its margin is the report's.
   SequentialDesign sequential{0, 0, 0};
 };

@@ -10,16 +10,16 @@
 #include <limits>
 #include <set>
 
-#include "prism/analysis/run_unigram.h"
 #include "prism/config/config.h"
+#include "prism/config/cost.h"
 #include "prism/data/dataset.h"
 #include "prism/error.h"
-#include "prism/schedule/cost.h"
 #include "prism/store/checkpoint_reader.h"
 #include "prism/store/run_reader.h"
+#include "prism/store/run_unigram.h"
 #include "prism/store/safetensors.h"
 #include "prism/sweep/plan.h"
-#include "prism/sweep/post_trial.h"
+#include "prism/sweep/sweep_dir.h"
 
 namespace fs = std::filesystem;
 

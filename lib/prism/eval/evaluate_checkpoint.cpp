@@ -3,12 +3,12 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "prism/analysis/result_store.h"
-#include "prism/error.h"
 #include "prism/atomic_file.h"
-#include "prism/store/safetensors.h"
 #include "prism/data/dataset.h"
+#include "prism/error.h"
 #include "prism/store/checkpoint_reader.h"
+#include "prism/store/result_store.h"
+#include "prism/store/safetensors.h"
 
 namespace prism {
 namespace {

@@ -4,8 +4,8 @@
 
 #include <limits>
 
-#include "prism/analysis/stats.h"
 #include "prism/error.h"
+#include "prism/stats/stats.h"
 
 namespace prism {
 

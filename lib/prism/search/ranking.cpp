@@ -6,8 +6,8 @@
 #include <chrono>
 #include <cmath>
 
-#include "prism/analysis/stats.h"
 #include "prism/error.h"
+#include "prism/stats/stats.h"
 
 namespace prism {
 

@@ -8,9 +8,9 @@
 #include <cmath>
 #include <filesystem>
 
-#include "prism/analysis/table.h"
 #include "prism/atomic_file.h"
 #include "prism/store/run_store.h"
+#include "prism/store/table.h"
 #include "prism/sweep/halving.h"
 
 namespace fs = std::filesystem;

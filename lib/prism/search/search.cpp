@@ -7,8 +7,8 @@
 #include <iostream>
 
 #include "prism/atomic_file.h"
+#include "prism/config/cost.h"
 #include "prism/error.h"
-#include "prism/schedule/cost.h"
 #include "prism/search/results.h"
 #include "prism/search/schedule_search.h"
 #include "prism/train/distributed.h"

@@ -11,19 +11,19 @@
 #include <map>
 #include <set>
 
-#include "prism/analysis/sequential.h"
-#include "prism/analysis/stats.h"
 #include "prism/config/config.h"
+#include "prism/config/cost.h"
 #include "prism/config/model_config.h"
 #include "prism/error.h"
 #include "prism/format.h"
-#include "prism/schedule/cost.h"
-#include "prism/train/cpu_dtype_probe.h"
-#include "prism/train/step_probe.h"
+#include "prism/stats/sequential.h"
+#include "prism/stats/stats.h"
 #include "prism/sweep/halving.h"
 #include "prism/sweep/index.h"
 #include "prism/sweep/plan.h"
 #include "prism/sweep/sweep.h"
+#include "prism/train/cpu_dtype_probe.h"
+#include "prism/train/step_probe.h"
 
 namespace fs = std::filesystem;
 

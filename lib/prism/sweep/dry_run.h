@@ -39,7 +39,7 @@ PairedSd pilot_paired_sd(const std::string& sweep_dir);
 std::string format_power_plan(const SweepPlan& plan, const std::string& pilot_dir, double eta_s = 0);
 
 // The power plan's lines for sweep.sequential: the design's looks and its one per-look level
-// (analysis/sequential.h), then its operating characteristics over `sims` simulated studies
+// (stats/sequential.h), then its operating characteristics over `sims` simulated studies
 // of `comparisons` comparisons at `sd`: the false better/worse rate with no effect, the false
 // "equivalent" rate at a true difference of exactly +-effect (the margin), and at an effect of
 // `effect` the share of right verdicts and the pairs used, against the pairs a fixed design of

@@ -79,7 +79,7 @@ struct PowerSettings {
 };
 
 // Seeds until resolved (sweep.sequential; prism report --sequential): looks after `first`
-// seed pairs, then every `step` more, up to `cap` (analysis/sequential.h). 0: none.
+// seed pairs, then every `step` more, up to `cap` (stats/sequential.h). 0: none.
 struct SequentialSettings {
   int first = 0;
   int step = 0;

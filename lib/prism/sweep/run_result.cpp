@@ -3,8 +3,8 @@
 #include <cmath>
 #include <limits>
 
-#include "prism/analysis/run_unigram.h"
 #include "prism/store/run_reader.h"
+#include "prism/store/run_unigram.h"
 
 namespace prism {
 

@@ -44,7 +44,7 @@ int run_slurm_task(const SweepPlan& plan, const std::string& dir, int index, int
 // "0-3,5,7-9"
 std::string array_spec(const std::vector<int>& indices);
 
-// Building blocks of the job scripts (also post-processing's, sweep/post_run.h):
+// Building blocks of the job scripts (also post-processing's, post/post_run.h):
 std::string shell_quote(const std::string& s);
 // "#!/bin/bash" and the #SBATCH lines: job name, output, --chdir (the working
 // directory), cpus, and the settings' partition, time, mem, account and extra lines.

@@ -20,6 +20,7 @@
 #include "prism/atomic_file.h"
 #include "prism/error.h"
 #include "prism/store/checkpoint_reader.h"
+#include "prism/sweep/halving.h"
 #include "prism/sweep/run_result.h"
 
 namespace fs = std::filesystem;
@@ -275,6 +276,25 @@ SweepDirChange prepare_sweep_dir(const std::string& dir, const SweepPlan& plan, 
   SweepDirChange c;
   c.replaced = replaced.string();
   return c;
+}
+
+std::string final_run_dir(const SweepPlan& plan, const std::string& sweep_dir, const Trial& t) {
+  const bool halving = plan.settings.halving.enabled;
+  const int last = halving ? static_cast<int>(rung_budgets(t.max_steps, plan.settings.halving).size()) - 1 : 0;
+  return run_dir(sweep_dir, t, last, halving);
+}
+
+bool final_run_completed(const SweepPlan& plan, const std::string& sweep_dir, const Trial& t) {
+  return inspect_run(final_run_dir(plan, sweep_dir, t)).state == RunState::Completed;
+}
+
+const Trial* baseline_trial(const SweepPlan& plan, const Trial& t) {
+  if (t.baseline) return nullptr;
+  for (const auto& b : plan.trials)
+    if (b.baseline && b.seed == t.seed && b.params == t.params &&
+        b.schedule.n_layer() == t.schedule.n_layer())
+      return &b;
+  return nullptr;
 }
 
 }  // namespace prism

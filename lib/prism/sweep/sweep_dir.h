@@ -101,4 +101,11 @@ SweepDirChange prepare_sweep_dir(const std::string& dir, const SweepPlan& plan, 
 // The local time as 2026-11-29T19:40:00.
 std::string now_iso();
 
+// The trial's run at the full budget (the last rung under halving), and whether it completed.
+std::string final_run_dir(const SweepPlan& plan, const std::string& sweep_dir, const Trial& t);
+bool final_run_completed(const SweepPlan& plan, const std::string& sweep_dir, const Trial& t);
+
+// The uniform trial with the same seed and other grid values (nullptr: none, or `t` is uniform).
+const Trial* baseline_trial(const SweepPlan& plan, const Trial& t);
+
 }  // namespace prism

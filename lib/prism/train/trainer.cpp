@@ -8,19 +8,19 @@
 #include <filesystem>
 #include <iostream>
 
+#include "prism/atomic_file.h"
+#include "prism/config/cost.h"
 #include "prism/data/dataset.h"
-#include "prism/train/loader.h"
 #include "prism/error.h"
 #include "prism/format.h"
-#include "prism/schedule/cost.h"
 #include "prism/model/gpt.h"
 #include "prism/ops/adamw.h"
 #include "prism/store/run_store.h"
-#include "prism/atomic_file.h"
 #include "prism/train/checkpoint.h"
 #include "prism/train/cpu_dtype_probe.h"
 #include "prism/train/distributed.h"
 #include "prism/train/execution.h"
+#include "prism/train/loader.h"
 #include "prism/train/lr_schedule.h"
 #include "prism/train/optimizer.h"
 #include "prism/train/position_loss.h"

@@ -1,4 +1,4 @@
-#include "prism/sweep/sweep_request.h"
+#include "prism/study/sweep_request.h"
 
 #include <fmt/format.h>
 
@@ -9,10 +9,10 @@
 #include "prism/config/compose.h"
 #include "prism/data/dataset.h"
 #include "prism/error.h"
+#include "prism/post/post_run.h"
 #include "prism/sweep/dry_run.h"
 #include "prism/sweep/halving.h"
 #include "prism/sweep/plan.h"
-#include "prism/sweep/post_run.h"
 #include "prism/sweep/slurm.h"
 #include "prism/sweep/sweep.h"
 

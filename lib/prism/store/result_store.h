@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "prism/store/run_store.h"
 #include "prism/store/checkpoint_reader.h"
+#include "prism/store/run_store.h"
 
 namespace prism {
 

@@ -1,4 +1,4 @@
-#include "prism/schedule/cost.h"
+#include "prism/config/cost.h"
 
 namespace prism {
 

@@ -1,4 +1,4 @@
-#include "prism/sweep/post_run.h"
+#include "prism/post/post_run.h"
 
 #include <fmt/format.h>
 #include <signal.h>
@@ -16,10 +16,10 @@
 #include "prism/atomic_file.h"
 #include "prism/error.h"
 #include "prism/model/placement.h"
+#include "prism/post/post_settings.h"
+#include "prism/post/post_trial.h"
 #include "prism/sweep/local_launcher.h"
 #include "prism/sweep/plan.h"
-#include "prism/sweep/post_settings.h"
-#include "prism/sweep/post_trial.h"
 #include "prism/sweep/slurm.h"
 #include "prism/sweep/sweep.h"
 #include "prism/sweep/sweep_dir.h"

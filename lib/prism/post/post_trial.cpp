@@ -1,4 +1,4 @@
-#include "prism/sweep/post_trial.h"
+#include "prism/post/post_trial.h"
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -130,25 +130,6 @@ void run_distance(const PostSettings& s, const Trial& t, const std::string& run_
 std::string now_text() { return now_iso(); }
 
 }  // namespace
-
-std::string final_run_dir(const SweepPlan& plan, const std::string& sweep_dir, const Trial& t) {
-  const bool halving = plan.settings.halving.enabled;
-  const int last = halving ? static_cast<int>(rung_budgets(t.max_steps, plan.settings.halving).size()) - 1 : 0;
-  return run_dir(sweep_dir, t, last, halving);
-}
-
-bool final_run_completed(const SweepPlan& plan, const std::string& sweep_dir, const Trial& t) {
-  return inspect_run(final_run_dir(plan, sweep_dir, t)).state == RunState::Completed;
-}
-
-const Trial* baseline_trial(const SweepPlan& plan, const Trial& t) {
-  if (t.baseline) return nullptr;
-  for (const auto& b : plan.trials)
-    if (b.baseline && b.seed == t.seed && b.params == t.params &&
-        b.schedule.n_layer() == t.schedule.n_layer())
-      return &b;
-  return nullptr;
-}
 
 std::vector<std::string> post_step_names(const PostSettings& s, const SweepPlan& plan, const Trial& t) {
   std::vector<std::string> steps;

@@ -1,4 +1,4 @@
-#include "prism/sweep/post_settings.h"
+#include "prism/post/post_settings.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

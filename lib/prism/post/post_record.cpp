@@ -1,4 +1,4 @@
-#include "prism/sweep/post_record.h"
+#include "prism/post/post_record.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

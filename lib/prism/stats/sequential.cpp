@@ -1,4 +1,4 @@
-#include "prism/analysis/sequential.h"
+#include "prism/stats/sequential.h"
 
 #include <boost/math/distributions/students_t.hpp>
 #include <fmt/format.h>
@@ -10,8 +10,8 @@
 #include <random>
 #include <tuple>
 
-#include "prism/analysis/stats.h"
 #include "prism/error.h"
+#include "prism/stats/stats.h"
 
 namespace prism {
 

@@ -3,8 +3,8 @@
 
 #include <cmath>
 
-#include "prism/analysis/stats.h"
 #include "prism/error.h"
+#include "prism/stats/stats.h"
 
 using namespace prism;
 

@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "prism/analysis/sequential.h"
-#include "prism/analysis/stats.h"
 #include "prism/error.h"
+#include "prism/stats/sequential.h"
+#include "prism/stats/stats.h"
 
 using namespace prism;
 

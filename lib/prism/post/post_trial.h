@@ -14,9 +14,10 @@
 #include <string>
 #include <vector>
 
+#include "prism/post/post_record.h"
+#include "prism/post/post_settings.h"
 #include "prism/sweep/plan.h"
-#include "prism/sweep/post_record.h"
-#include "prism/sweep/post_settings.h"
+#include "prism/sweep/sweep_dir.h"  // final_run_dir, baseline_trial
 
 namespace prism {
 
@@ -25,13 +26,6 @@ struct PostContext {
   bool retry_failed = true;  // rerun steps that failed before (false: leave them failed)
   std::function<void(const std::string&)> print;  // what each step prints
 };
-
-// The trial's run at the full budget (the last rung under halving), and whether it completed.
-std::string final_run_dir(const SweepPlan& plan, const std::string& sweep_dir, const Trial& t);
-bool final_run_completed(const SweepPlan& plan, const std::string& sweep_dir, const Trial& t);
-
-// The uniform trial with the same seed and other grid values (nullptr: none, or `t` is uniform).
-const Trial* baseline_trial(const SweepPlan& plan, const Trial& t);
 
 // The steps of the post file, in the order they run: distance, delta (Prism
 // trials), then eval/<task> per task.

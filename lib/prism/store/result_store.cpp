@@ -1,4 +1,4 @@
-#include "prism/analysis/result_store.h"
+#include "prism/store/result_store.h"
 
 #include <fmt/format.h>
 

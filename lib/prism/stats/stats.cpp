@@ -1,4 +1,4 @@
-#include "prism/analysis/stats.h"
+#include "prism/stats/stats.h"
 
 #include <boost/math/distributions/binomial.hpp>
 #include <boost/math/distributions/non_central_t.hpp>

@@ -1,4 +1,4 @@
-#include "prism/analysis/run_unigram.h"
+#include "prism/store/run_unigram.h"
 
 #include <yaml-cpp/yaml.h>
 

@@ -1,4 +1,4 @@
-#include "prism/analysis/table.h"
+#include "prism/store/table.h"
 
 #include <fmt/format.h>
 
