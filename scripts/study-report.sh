@@ -3,8 +3,8 @@
 # post-processing each trial still needs (held-out attention distance, Delta D_l,
 # and the zero-shot tasks the post file names; resumable, one child process per
 # trial), then the numbers (prism report: report.md and one CSV per table, with
-# each schedule's training throughput against uniform measured here by prism
-# bench train, the two arms' steps taking turns in one process) and the figures
+# each schedule's training throughput against uniform measured here as prism
+# bench train measures it, the two arms' steps taking turns) and the figures
 # (scripts/plot/study_report.py).
 #   scripts/study-report.sh [options] OUT_DIR SWEEP_DIR...
 #     --post FILE        the post file (default experiments/study/post/distance.yaml:

@@ -19,6 +19,7 @@
 #include "prism/search/schedule_search.h"
 #include "prism/search/search_plan.h"
 #include "prism/train/optimizer.h"
+#include "prism/train/turn_timing.h"
 
 namespace prism::cli {
 namespace {
@@ -26,11 +27,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
 
 // A search arm: a method, and for a mixture the counts run per layer (-1: the file's search.mixture.paths).
 struct ArmSpec {
@@ -211,22 +207,18 @@ std::string arm_name(const Arm& arm, size_t K) {
 std::vector<std::vector<double>> time_turns(std::vector<std::unique_ptr<Arm>>& arms, int warmup, int steps) {
   std::cerr << fmt::format("bench search: {} warm-up + {} timed steps of {} arms, taking turns ...\n", warmup, steps,
                            arms.size());
-  for (int i = 0; i < warmup; ++i)
-    for (auto& a : arms) a->step();
-  std::vector<std::vector<double>> times(arms.size());
+  std::vector<std::function<void()>> steppers;
+  for (auto& a : arms) steppers.push_back([&a] { a->step(); });
+  TurnPlan plan;
+  plan.warmup = warmup;
+  plan.steps = steps;
   auto last = Clock::now();
-  for (int i = 0; i < steps; ++i) {
-    for (size_t a = 0; a < arms.size(); ++a) {
-      const auto t0 = Clock::now();
-      arms[a]->step();
-      times[a].push_back(seconds_since(t0));
-    }
-    if (seconds_since(last) > 10) {
-      last = Clock::now();
-      std::cerr << fmt::format("bench search: timed step {}/{}\n", i + 1, steps);
-    }
-  }
-  return times;
+  plan.after_round = [&](const char* phase, int done, int total) {
+    if (std::string(phase) != "timed" || seconds_since(last) <= 10) return;
+    last = Clock::now();
+    std::cerr << fmt::format("bench search: timed step {}/{}\n", done, total);
+  };
+  return time_in_turns(steppers, plan);
 }
 
 // What one search run is projected from: plain training's mean step, and the run's steps and validations.
@@ -240,8 +232,6 @@ struct Projection {
 std::string search_row(const Bench& b, Arm& arm, const std::vector<double>& times, const std::vector<double>& plain_times,
                        const Projection& pr) {
   const std::string name = arm_name(arm, b.plan.space.choices().size());
-  std::vector<double> ratios;
-  for (int i = 0; i < b.steps; ++i) ratios.push_back(times[static_cast<size_t>(i)] / plain_times[static_cast<size_t>(i)]);
   const double mean = std::accumulate(times.begin(), times.end(), 0.0) / b.steps;
   const auto& rk = b.plan.settings.rank;
   const int64_t held_out = std::max<int64_t>({rk.batches, rk.probe_batches, int64_t{1}});
@@ -256,7 +246,7 @@ std::string search_row(const Bench& b, Arm& arm, const std::vector<double>& time
   const double run_ratio = (static_cast<double>(pr.max_steps) * mean + pr.validations * per_validation + ranking) /
                            (static_cast<double>(pr.max_steps) * pr.plain);
   std::cout << fmt::format("{:<22} {:>12.1f} {:>9.3f}x {:>14.2f} {:>14.1f} {:>15.3f}x\n", name, 1e3 * mean,
-                           median(ratios), per_validation, ranking, run_ratio);
+                           paired_ratio(times, plain_times).median, per_validation, ranking, run_ratio);
   return fmt::format("{}: the ranking evaluated {} schedules exactly{}", name, arm.search->ranking()->ranked.size(),
                      arm.search->ranking()->probes > 0 ? fmt::format(" and {} probes", arm.search->ranking()->probes)
                                                        : std::string());

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <numeric>
 #include <cctype>
 #include <chrono>
 #include <cmath>
@@ -41,6 +42,8 @@
 #include "prism/train/op_profile.h"
 #include "prism/train/optimizer.h"
 #include "prism/train/step.h"
+#include "prism/train/step_probe.h"
+#include "prism/train/turn_timing.h"
 #include "support_paths.h"
 
 namespace prism::cli {
@@ -48,14 +51,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double now_s(bool cpu_clock) {
-  if (cpu_clock) {
-    timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-  }
-  return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
-}
+double now_s(bool cpu_clock) { return bench_clock_seconds(cpu_clock ? BenchClock::ProcessCpu : BenchClock::Wall); }
 
 // Peak matmul throughput measured here: square n x n matmuls on the clock the
 // steps are timed with. One measurement taken under contention is not a peak, so
@@ -99,11 +95,6 @@ struct Measured {
   double loss = 0;
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
-
 // A line on stderr every ~10 s while a run is long, so a slow machine is seen working.
 class Progress {
  public:
@@ -124,27 +115,7 @@ class Progress {
   Clock::time_point start_, last_;
 };
 
-// One model in training on random tokens, stepped by the caller.
-struct Trainee {
-  Trainee(const ModelConfig& mc, const HeadSchedule& s, const std::string& backend, bool bf16, int64_t B, int64_t T)
-      : model(nullptr) {
-    TrainConfig tc;
-    tc.device = "cpu";
-    tc.threads = torch::get_num_threads();
-    tc.dtype = bf16 ? "bf16" : "fp32";
-    exec = resolve_execution(tc);
-    torch::manual_seed(0);
-    model = GPT(mc, s, attention::parse_backend(backend));
-    opt = make_adamw(*model, tc);
-    next = random_token_batches(mc.vocab_size, B, T, 1);
-  }
-  double step() { return optimizer_step(model, *opt, exec, next, 1, 1.0).loss; }
-
-  GPT model;
-  Execution exec;
-  std::unique_ptr<torch::optim::Optimizer> opt;
-  BatchSource next;
-};
+using Trainee = TrainingArm;  // train/step_probe.h
 
 // What one `prism bench train` invocation measures, read and checked from its options.
 struct Settings {
@@ -198,35 +169,29 @@ PairResult time_pair(const Settings& s, bool bf16, const std::string& trace, Pea
   Trainee u(s.mc, s.uniform, s.backend, bf16, s.B, s.T), p(s.mc, s.prism, s.backend, bf16, s.B, s.T);
   Progress progress(fmt::format("{} Prism C++ {} and {}, steps taking turns", bf16 ? "bf16" : "fp32",
                                 s.uniform.compact(), s.prism.compact()));
-  for (int i = 0; i < s.warmup; ++i) {
-    u.step();
-    p.step();
-    progress.step("warm-up", i + 1, s.warmup);
-  }
-  std::unique_ptr<torch::autograd::profiler::RecordProfile> prof;
-  if (!trace.empty()) prof = std::make_unique<torch::autograd::profiler::RecordProfile>(trace);
-  double su = 0, sp = 0;
-  std::vector<double> ratios;
   PairResult r;
-  for (int i = 0; i < s.steps; ++i) {
-    const double t0 = now_s(s.cpu_clock);
-    r.uniform.loss = u.step();
-    const double t1 = now_s(s.cpu_clock);
-    r.prism.loss = p.step();
-    const double t2 = now_s(s.cpu_clock);
-    su += t1 - t0;
-    sp += t2 - t1;
-    ratios.push_back((t1 - t0) / (t2 - t1));
-    if (i % 2 == 1) peak.round();  // peak rounds interleaved with the steps, outside their timing
-    progress.step("timed", i + 1, s.steps);
-  }
+  std::unique_ptr<torch::autograd::profiler::RecordProfile> prof;
+  TurnPlan plan;
+  plan.warmup = s.warmup;
+  plan.steps = s.steps;
+  plan.clock = s.cpu_clock ? BenchClock::ProcessCpu : BenchClock::Wall;
+  plan.after_round = [&](const char* phase, int done, int total) {
+    if (std::string(phase) == "timed" && done % 2 == 0) peak.round();  // between the steps, outside their timing
+    progress.step(phase, done, total);
+    if (std::string(phase) == "warm-up" && done == total && !trace.empty())
+      prof = std::make_unique<torch::autograd::profiler::RecordProfile>(trace);
+  };
+  if (s.warmup == 0 && !trace.empty()) prof = std::make_unique<torch::autograd::profiler::RecordProfile>(trace);
+  const auto seconds = time_in_turns({[&] { r.uniform.loss = u.step(); }, [&] { r.prism.loss = p.step(); }}, plan);
   prof.reset();
   if (s.profile_steps > 0) profile_arms(u, p, s.profile_steps, r);
   const double tokens = static_cast<double>(s.B * s.T * s.steps);
-  r.uniform.tokens_per_s = tokens / su;
-  r.prism.tokens_per_s = tokens / sp;
-  r.ratio = median(ratios);
-  r.ratio_ci = median_interval(ratios, 0.95, &r.ratio_coverage);
+  r.uniform.tokens_per_s = tokens / std::accumulate(seconds[0].begin(), seconds[0].end(), 0.0);
+  r.prism.tokens_per_s = tokens / std::accumulate(seconds[1].begin(), seconds[1].end(), 0.0);
+  const PairedRatio ratio = paired_ratio(seconds[0], seconds[1]);  // uniform's time over Prism's: Prism's speed-up
+  r.ratio = ratio.median;
+  r.ratio_ci = ratio.ci;
+  r.ratio_coverage = ratio.coverage;
   return r;
 }
 

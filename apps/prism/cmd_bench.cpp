@@ -10,6 +10,7 @@
 #include "bench.h"
 #include "cli.h"
 #include "prism/error.h"
+#include "prism/train/step_probe.h"
 
 namespace prism::cli {
 
@@ -58,17 +59,6 @@ std::string capture(const std::string& cmd, int& status) {
   return out;
 }
 
-std::string machine_description() {
-  std::string cpu = "unknown CPU";
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("model name", 0) == 0) {
-      cpu = line.substr(line.find(':') + 2);
-      break;
-    }
-  }
-  return fmt::format("{}, {} intra-op threads, LibTorch {}{}", cpu, torch::get_num_threads(), TORCH_VERSION,
-                     torch::cuda::is_available() ? fmt::format(", CUDA device: {}", torch::cuda::device_count()) : " (CPU)");
-}
+std::string machine_description() { return bench_machine(); }
 
 }  // namespace prism::cli

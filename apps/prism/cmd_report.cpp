@@ -31,7 +31,7 @@ const char* kUsage =
     "fixed vocabulary (better, worse, equivalent, unresolved); with --sequential, the\n"
     "verdicts of a seeds-until-resolved design at each look and what to train next; and\n"
     "with --bench-steps the tokens/s of each schedule against uniform,\n"
-    "measured here by prism bench train (steps taking turns in one process). Writes\n"
+    "measured here as prism bench train measures it (steps taking turns). Writes\n"
     "report.md and one CSV per table (final_loss, paired, milestones, zero_shot,\n"
     "throughput, delta, curves, figures) into --out; the figures report.md links come\n"
     "from scripts/plot/study_report.py DIR, and scripts/study-report.sh does both (and the\n"
@@ -74,7 +74,7 @@ int run(const std::vector<std::string>& args) {
          "the highest level: the uniform loss at this share of its steps")
         ("title", po::value<std::string>()->default_value(""), "the report's title (default: Study report)")
         ("bench-steps", po::value<int>()->default_value(0),
-         "measure each schedule's training tokens/s against uniform here with prism bench train, this many timed "
+         "measure each schedule's training tokens/s against uniform here as prism bench train does, this many timed "
          "steps per arm (0: not measured)")
         ("bench-warmup", po::value<int>()->default_value(3), "untimed warm-up steps per arm of each bench")
         ("bench-threads", po::value<int>()->default_value(1), "intra-op threads of each bench")

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <torch/torch.h>
 
 #include <algorithm>
 #include <cmath>
@@ -309,29 +310,34 @@ TEST_CASE("study report labels: confidence, one milestone, uniform settings, cou
   CHECK_THAT(help.output, Catch::Contains("(=0.95)") && !Catch::Contains("0.9499"));
 }
 
-TEST_CASE("prism bench train's table is read for the report's throughput", "[analysis][report]") {
-  // The lines the report reads, as prism bench train prints them.
-  const std::string out =
-      "prism bench train: training steps (forward + backward + clip + AdamW), random tokens\n"
-      "machine: Intel(R) Xeon(R) Platinum 8480+, 1 intra-op threads, LibTorch 2.13.0 (CPU)\n"
-      "dtype run                                    tokens/s  vs eager vs compiled  vs uniform          MFU\n"
-      "fp32  Prism C++, uniform 4x6                         10450         -           -       1.00x        21.0%\n"
-      "fp32  Prism C++, 1x2,4x4                             10312         -           -      0.987x        20.7%\n"
-      "bf16  Prism C++, uniform 4x6                         12001         -           -       1.00x        11.0%\n"
-      "bf16  Prism C++, 1x2,4x4                             12100         -           -      1.006x        11.1%\n"
-      "bf16  1x2,4x4 vs uniform: median 1.006x, 95% interval of the median [0.991, 1.020] (order statistics of the 20 "
-      "paired steps, coverage 0.959; nominal: steps in one process are not independent draws)\n";
-  BenchResult b = parse_bench_train(out, "1x2,4x4", "fp32");
-  CHECK(std::isnan(b.ratio_lo));  // the fp32 rows came without an interval line
-  const BenchResult b16 = parse_bench_train(out, "1x2,4x4", "bf16");
-  CHECK(b16.ratio_lo == Approx(0.991));
-  CHECK(b16.ratio_hi == Approx(1.020));
-  CHECK(b.uniform_tokens_per_s == 10450);
-  CHECK(b.tokens_per_s == 10312);
-  CHECK(b.ratio == Approx(0.987));
-  CHECK(b.machine == "Intel(R) Xeon(R) Platinum 8480+, 1 intra-op threads, LibTorch 2.13.0 (CPU)");
-  CHECK(parse_bench_train(out, "1x2,4x4", "bf16").ratio == Approx(1.006));
-  CHECK_THROWS_WITH(parse_bench_train(out, "2x2,4x4", "fp32"), Catch::Contains("no fp32 rows"));
+TEST_CASE("the report's throughput bench times uniform and the schedule in turns, in its own process",
+          "[analysis][report][bench]") {
+  BenchRequest t;
+  t.model = "test-tiny";
+  t.heads = "1x1,4x1";
+  t.batch = 2;
+  t.seq = 16;
+  t.dtype = "fp32";
+  t.threads = 1;
+  t.steps = 6;  // the fewest with a 95% interval of the median
+  t.warmup = 1;
+  const int threads_before = torch::get_num_threads();
+  const BenchResult b = run_bench_train(t);
+  CHECK(torch::get_num_threads() == threads_before);  // restored
+  CHECK(b.uniform_tokens_per_s > 0);
+  CHECK(b.tokens_per_s > 0);
+  CHECK(b.ratio > 0);
+  CHECK(b.ratio_lo <= b.ratio);
+  CHECK(b.ratio <= b.ratio_hi);
+  CHECK_THAT(b.machine, Catch::Contains("1 intra-op threads"));
+  CHECK_THAT(b.command, Catch::StartsWith("prism bench train --model test-tiny --vocab 0 --heads 1x1,4x1"));
+  t.steps = 5;  // too few for the interval: NaN, not a made-up bound
+  CHECK(std::isnan(run_bench_train(t).ratio_lo));
+  t.heads = "3x2";
+  CHECK_THROWS_AS(run_bench_train(t), Error);
+}
+
+TEST_CASE("the throughput bench's command reproduces its measurement", "[analysis][report]") {
   BenchRequest q;
   q.model = "cpu-128";
   q.vocab = 4096;

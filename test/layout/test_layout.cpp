@@ -272,3 +272,31 @@ TEST_CASE("the cycle check finds a cycle through three folders and names each in
   CHECK_THAT(cycles, Catch::Contains("c/ -> a/ (") && Catch::Contains("z.h:1)"));
   CHECK_THAT(cycles, !Catch::Contains("d/"));
 }
+
+TEST_CASE("only the launchers start processes: nothing else in lib/ runs prism, a shell or sbatch", "[layout]") {
+  // Today's launchers: the sweep's pool and Slurm submitter, post-processing's (issue 54 folds them into
+  // one), and TensorBoard's Python bridge. Anything else that starts a process is a new knot.
+  const std::set<std::string> launchers = {"sweep/local_launcher.cpp", "sweep/slurm.cpp", "post/post_run.cpp",
+                                           "export/tensorboard.cpp"};
+  static const std::regex starts(R"(\b(popen|fork|vfork|execve|execvp|execv|posix_spawnp?|system)\s*\()");
+  const fs::path root = kLib / "prism";
+  std::string problems;
+  size_t found_in_launchers = 0;
+  for (const auto& e : fs::recursive_directory_iterator(root)) {
+    if (!e.is_regular_file() || !is_source(e.path())) continue;
+    const std::string rel = fs::relative(e.path(), root).string();
+    std::istringstream lines(read_text(e.path()));
+    int number = 0;
+    for (std::string line; std::getline(lines, line);) {
+      ++number;
+      const std::string code = line.substr(0, line.find("//"));
+      if (!std::regex_search(code, starts)) continue;
+      if (launchers.count(rel)) ++found_in_launchers;
+      else problems += fmt::format("{}:{}: {}\n", rel, number, line);
+    }
+  }
+  INFO("Fix: start processes through the sweep's launcher (sweep/local_launcher.h) or Slurm's (sweep/slurm.h); "
+       "call the library instead of running `prism` (analysis/throughput_bench.cpp times in-process)");
+  CHECK(problems == "");
+  CHECK(found_in_launchers >= 3);  // the rule is live: the launchers' own calls are found
+}

@@ -376,7 +376,7 @@ Throughput measure_throughput(const StudyConfig& c, const StudyConfig* base, con
   q.threads = o.bench_threads;
   q.steps = o.bench_steps;
   q.warmup = o.bench_warmup;
-  const BenchResult b = run_bench_train(q, o.prism);
+  const BenchResult b = run_bench_train(q);
   t.measured = true;
   t.uniform_tokens_per_s = b.uniform_tokens_per_s;
   t.tokens_per_s = b.tokens_per_s;

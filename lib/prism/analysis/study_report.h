@@ -47,7 +47,6 @@ struct ReportOptions {
   int bench_steps = 0;
   int bench_warmup = 3;
   int bench_threads = 1;          // the CPU study trains one thread per run
-  std::string prism;              // the binary the bench runs ("": this one)
   // The equivalence margin in nats (two one-sided tests of |Prism - uniform| < margin); NaN:
   // paper_effect(scale).nats of each scale (config/model_config.h).
   double margin = std::numeric_limits<double>::quiet_NaN();

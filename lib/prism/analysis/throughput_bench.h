@@ -1,8 +1,8 @@
 #pragma once
 // Training throughput of a schedule against uniform for the study report,
-// measured by the report itself: `prism bench train` run here, in one process
-// per schedule, with the uniform model's and the schedule's training steps
-// taking turns (so load from other processes falls on both alike), on the
+// measured by the report itself, in its own process: the uniform model's and the
+// schedule's training steps taking turns (train/turn_timing.h, the timing core of
+// `prism bench train`, so load from other processes falls on both alike), on the
 // study's model, vocabulary, batch and sequence length. The runs' own training
 // times are not used: runs that shared a machine, or ran on different ones,
 // measure the load and the machine, not the schedule.
@@ -29,17 +29,13 @@ struct BenchResult {
   std::string command;         // what ran
 };
 
-// The command line (`prism` the binary; --clock cpu: process CPU time, steadier
-// on a shared machine; --compare none: no PyTorch reference loops).
+// The `prism bench train` command that makes the same measurement (`prism` the binary;
+// --clock cpu: process CPU time, steadier on a shared machine; --compare none: no PyTorch
+// reference loops): what the report prints beside the figure.
 std::string bench_command(const BenchRequest& r, const std::string& prism);
 
-// Reads `prism bench train`'s table: the uniform row, the schedule's row
-// (tokens/s and "vs uniform") and the machine line. Throws prism::Error naming
-// what is missing.
-BenchResult parse_bench_train(const std::string& output, const std::string& heads, const std::string& dtype);
-
-// Runs the bench (prism: "" for this executable) and parses it. Throws
-// prism::Error with the bench's output when it fails.
-BenchResult run_bench_train(const BenchRequest& r, const std::string& prism);
+// Times r.steps paired steps after r.warmup (process CPU time) at r.threads intra-op threads
+// (restored after). Throws prism::Error for a model preset, schedule or shape it cannot build.
+BenchResult run_bench_train(const BenchRequest& r);
 
 }  // namespace prism

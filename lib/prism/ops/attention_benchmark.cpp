@@ -9,16 +9,11 @@
 #include "prism/ops/allocation_tracker.h"
 #include "prism/ops/attention.h"
 #include "prism/ops/attention_fused.h"
+#include "prism/stats/stats.h"
 
 namespace prism::attention {
 
 namespace {
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
 
 double now_ms(bool cpu_clock) {
   if (cpu_clock) {

@@ -4,6 +4,7 @@
 // difference of two means, their two-sided p-values, Holm's adjustment of a
 // family of p-values, and McNemar's exact test of paired right/wrong answers.
 // NaN marks "not enough samples", never zero.
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -62,6 +63,15 @@ double tost_p_value(const std::vector<double>& x, double margin);
 // (it holds for any continuous distribution of independent draws). NaN, NaN where n is too
 // small for any (n < 6 at 95%). `coverage`, if given, receives the interval's exact coverage.
 Interval median_interval(std::vector<double> x, double confidence, double* coverage = nullptr);
+
+// The sample median (the mean of the middle two for an even count); 0 for none. Inline, so that
+// code outside prism_lib's archive (ops/ in the device build, which has no Boost) needs no stats.cpp.
+inline double median(std::vector<double> x) {
+  if (x.empty()) return 0;
+  std::sort(x.begin(), x.end());
+  const size_t n = x.size();
+  return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+}
 
 // McNemar's exact two-sided test for paired right/wrong outcomes: b items only
 // the first model got right, c only the second. The p-value is the binomial

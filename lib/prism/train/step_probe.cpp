@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "prism/config/attention_backend.h"
+#include "prism/machine_cache.h"
 #include "prism/model/gpt.h"
 #include "prism/train/execution.h"
 #include "prism/train/optimizer.h"
@@ -52,6 +53,27 @@ StepTiming time_training_steps(const Config& c, int steps, double budget_s) {
     r.timed += 1;
   }
   return r;
+}
+
+TrainingArm::TrainingArm(const ModelConfig& mc, const HeadSchedule& s, const std::string& backend, bool bf16, int64_t B,
+                         int64_t T)
+    : model_(nullptr) {
+  TrainConfig tc;
+  tc.device = "cpu";
+  tc.threads = torch::get_num_threads();
+  tc.dtype = bf16 ? "bf16" : "fp32";
+  exec_ = resolve_execution(tc);
+  torch::manual_seed(0);
+  model_ = GPT(mc, s, attention::parse_backend(backend));
+  opt_ = make_adamw(*model_, tc);
+  next_ = random_token_batches(mc.vocab_size, B, T, 1);
+}
+
+double TrainingArm::step() { return optimizer_step(model_, *opt_, exec_, next_, 1, 1.0).loss; }
+
+std::string bench_machine() {
+  return fmt::format("{}, {} intra-op threads, LibTorch {}{}", cpu_model_name(), torch::get_num_threads(), TORCH_VERSION,
+                     torch::cuda::is_available() ? fmt::format(", CUDA device: {}", torch::cuda::device_count()) : " (CPU)");
 }
 
 }  // namespace prism

@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "prism/config/config.h"
@@ -28,5 +29,24 @@ struct StepTiming {
 // accumulation for train.tokens_per_step) after one warm-up step. A warm-up step
 // slower than `budget_s` is the figure (one step of a large model is enough to know).
 StepTiming time_training_steps(const Config& c, int steps = 2, double budget_s = 5);
+
+// One model in training on random tokens (B x T), stepped by the caller: an arm of the
+// benchmarks (`prism bench train`, the study report's throughput). Its weights and batches
+// come from fixed seeds, on the CPU at LibTorch's current thread count.
+class TrainingArm {
+ public:
+  TrainingArm(const ModelConfig& mc, const HeadSchedule& s, const std::string& backend, bool bf16, int64_t B, int64_t T);
+  double step();  // one optimizer step on the next batch; its loss
+  GPT& model() { return model_; }
+
+ private:
+  GPT model_;
+  Execution exec_;
+  std::unique_ptr<torch::optim::Optimizer> opt_;
+  BatchSource next_;
+};
+
+// "<CPU model>, N intra-op threads, LibTorch X (CPU)": the machine line every bench prints.
+std::string bench_machine();
 
 }  // namespace prism
