@@ -115,7 +115,6 @@ class Progress {
   Clock::time_point start_, last_;
 };
 
-using Trainee = TrainingArm;  // train/step_probe.h
 
 // What one `prism bench train` invocation measures, read and checked from its options.
 struct Settings {
@@ -148,10 +147,10 @@ struct PairResult {
 
 // Where each arm's step time goes, over `steps` more steps (after the timed ones:
 // the profiler's hooks cost time).
-void profile_arms(Trainee& u, Trainee& p, int steps, PairResult& r) {
+void profile_arms(TrainingArm& u, TrainingArm& p, int steps, PairResult& r) {
   std::cerr << fmt::format("bench train: profiling {} more steps of each arm (--profile-summary) ...\n", steps)
             << std::flush;
-  auto profile = [steps](Trainee& arm) {
+  auto profile = [steps](TrainingArm& arm) {
     OpProfiler profiler;
     for (int i = 0; i < steps; ++i) arm.step();
     OpProfileResult result = profiler.stop();
@@ -166,7 +165,7 @@ void profile_arms(Trainee& u, Trainee& p, int steps, PairResult& r) {
 // from other processes spreads over both and the ratio compares steps made
 // under the same conditions.
 PairResult time_pair(const Settings& s, bool bf16, const std::string& trace, PeakMeter& peak) {
-  Trainee u(s.mc, s.uniform, s.backend, bf16, s.B, s.T), p(s.mc, s.prism, s.backend, bf16, s.B, s.T);
+  TrainingArm u(s.mc, s.uniform, s.backend, bf16, s.B, s.T), p(s.mc, s.prism, s.backend, bf16, s.B, s.T);
   Progress progress(fmt::format("{} Prism C++ {} and {}, steps taking turns", bf16 ? "bf16" : "fp32",
                                 s.uniform.compact(), s.prism.compact()));
   PairResult r;
@@ -178,10 +177,10 @@ PairResult time_pair(const Settings& s, bool bf16, const std::string& trace, Pea
   plan.after_round = [&](const char* phase, int done, int total) {
     if (std::string(phase) == "timed" && done % 2 == 0) peak.round();  // between the steps, outside their timing
     progress.step(phase, done, total);
-    if (std::string(phase) == "warm-up" && done == total && !trace.empty())
-      prof = std::make_unique<torch::autograd::profiler::RecordProfile>(trace);
   };
-  if (s.warmup == 0 && !trace.empty()) prof = std::make_unique<torch::autograd::profiler::RecordProfile>(trace);
+  plan.before_timed = [&] {
+    if (!trace.empty()) prof = std::make_unique<torch::autograd::profiler::RecordProfile>(trace);
+  };
   const auto seconds = time_in_turns({[&] { r.uniform.loss = u.step(); }, [&] { r.prism.loss = p.step(); }}, plan);
   prof.reset();
   if (s.profile_steps > 0) profile_arms(u, p, s.profile_steps, r);

@@ -212,8 +212,6 @@ std::vector<Baseline> baselines(const GroundTruth& g, const std::vector<MethodSu
   return out;
 }
 
-Cell maybe(double v) { return std::isfinite(v) ? Cell(v) : Cell(); }
-
 void fill_tables(const EvidenceData& d, Evidence& e) {
   const GroundTruth& g = d.g;
   e.ground_truth.columns = {"rank", "schedule", "heads", "seeds", "val_loss", "diff_vs_best", "ci_lo", "ci_hi", "top_band"};
@@ -246,12 +244,11 @@ void fill_tables(const EvidenceData& d, Evidence& e) {
   e.baselines.columns = {"baseline",  "budget_runs", "share_of_grid", "seeds_per_schedule", "schedules", "draws",
                          "sampled",   "p_pick_best", "pick_in_top_band", "mean_regret", "regret_lo", "regret_hi",
                          "tau_mean",  "tau_lo", "tau_hi"};
-  auto count = [](int64_t v) { return v > 0 ? Cell(v) : Cell(); };
+  auto count = [](int64_t v) { return v > 0 ? Cell(v) : Cell(); };  // NaN doubles are empty cells already
   for (const auto& b : d.baselines)
     e.baselines.add({b.name, b.whole_runs ? Cell(static_cast<int64_t>(b.budget_runs)) : Cell(b.budget_runs), b.share,
                      count(b.seeds_per_schedule), count(b.schedules), count(b.draws), static_cast<int64_t>(b.sampled),
-                     maybe(b.p_best), maybe(b.in_band), maybe(b.regret), maybe(b.regret_lo), maybe(b.regret_hi),
-                     maybe(b.tau), maybe(b.tau_lo), maybe(b.tau_hi)});
+                     b.p_best, b.in_band, b.regret, b.regret_lo, b.regret_hi, b.tau, b.tau_lo, b.tau_hi});
 }
 
 }  // namespace

@@ -16,6 +16,8 @@
 
 namespace prism {
 
+struct ModelConfig;
+
 struct GridAxis {
   std::string key;                  // "train.seed", "model", "schedule.heads", "schedule.enumerate"
   std::vector<YAML::Node> values;   // one per grid point (schedule.enumerate: the spec, once)
@@ -43,7 +45,6 @@ bool is_schedule_axis(const std::string& key);
 // order, each once; other axes are passed over. The one expander of a grid's schedules: a sweep's
 // grid points and the grid a search file stands in for both read it. Throws prism::Error naming
 // the axis for a value that is no schedule, or an enumeration that finds none.
-struct ModelConfig;
 std::vector<HeadSchedule> grid_schedules(const std::vector<GridAxis>& axes, const ModelConfig& model,
                                          const std::shared_ptr<KeyOrigins>& origins, bool baseline);
 

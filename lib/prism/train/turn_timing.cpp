@@ -23,6 +23,7 @@ std::vector<std::vector<double>> time_in_turns(const std::vector<std::function<v
     for (const auto& step : arms) step();
     if (plan.after_round) plan.after_round("warm-up", i + 1, plan.warmup);
   }
+  if (plan.before_timed) plan.before_timed();
   std::vector<std::vector<double>> seconds(arms.size());
   for (int i = 0; i < plan.steps; ++i) {
     for (size_t a = 0; a < arms.size(); ++a) {

@@ -21,6 +21,7 @@ struct TurnPlan {
   // Called after each round (every arm stepped once), outside the timing: phase "warm-up" or "timed",
   // rounds done and in all. For progress lines and work that must not fall on one arm's time.
   std::function<void(const char* phase, int done, int total)> after_round;
+  std::function<void()> before_timed;  // once, after the warm-up (e.g. to start a trace of the timed steps)
 };
 
 // Runs plan.warmup untimed rounds, then plan.steps timed ones; returns seconds[arm][step].
