@@ -164,6 +164,11 @@ TEST_CASE("a study end to end: sweep, post-processing with a failure and a resum
   REQUIRE(final_val.size() == 2);
   auto loss = prism::read_csv(rep + "/final_loss.csv");
   REQUIRE(loss.rows.size() == 2);
+  // report.h5 holds every CSV table, as h5py reads it: same columns, same cells.
+  auto h5 = run_reference("report_h5_check.py", rep);
+  INFO(h5.output);
+  REQUIRE(h5.exit_code == 0);
+  CHECK_THAT(h5.output, Catch::Contains("\"final_loss\": 2") && Catch::Contains("\"delta\": 12"));
   CHECK(cell(loss, 0, "schedule") == "uniform");
   CHECK(cell(loss, 1, "schedule") == paper_schedule);
   const auto& u = final_val["uniform"];

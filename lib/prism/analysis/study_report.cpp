@@ -16,6 +16,8 @@
 #include "prism/config/model_config.h"
 #include "prism/error.h"
 #include "prism/schedule/head_schedule.h"
+#include "prism/store/result_file.h"
+#include "prism/store/table_group.h"
 #include "prism/train/execution.h"
 
 namespace fs = std::filesystem;
@@ -746,11 +748,17 @@ std::vector<std::string> write_study_report(const StudyReport& rep, const std::s
   fs::create_directories(out_dir, ec);
   if (ec) throw Error(fmt::format("cannot create the report directory: {}", ec.message()), out_dir, "choose another --out");
   std::vector<std::string> files;
+  ResultGroup h5;
+  h5.text["content"] = "the tables of report.md, one group per CSV beside this file (store/table_group.h)";
   for (const auto& [name, table] : report_tables(rep)) {
     const std::string path = (fs::path(out_dir) / name).string();
     write_file_atomic(path, to_csv(table));
     files.push_back(path);
+    put_table(h5, fs::path(name).stem().string(), table);
   }
+  const std::string h5_path = (fs::path(out_dir) / "report.h5").string();
+  write_result_file(h5_path, h5, "the report's tables");
+  files.push_back(h5_path);
   const std::string md = (fs::path(out_dir) / "report.md").string();
   write_file_atomic(md, report_markdown(rep));
   files.insert(files.begin(), md);

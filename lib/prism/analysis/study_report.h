@@ -206,7 +206,8 @@ std::vector<std::pair<std::string, Table>> report_tables(const StudyReport& repo
 // report.md: per scale, the paper-shaped table and the detail tables.
 std::string report_markdown(const StudyReport& report);
 
-// Writes report.md and the tables into `out_dir` (created), each atomically.
+// Writes report.md, the tables (one CSV each) and report.h5 (every table as a
+// group of column arrays, store/table_group.h) into `out_dir` (created), each atomically.
 // Returns the files written.
 std::vector<std::string> write_study_report(const StudyReport& report, const std::string& out_dir);
 
