@@ -3,7 +3,7 @@
 # scripts/ci-fuzz.sh). A report from either sanitizer fails the test that caused it
 # (halt_on_error; test/sanitizers/ holds the few suppressions, each justified).
 #   scripts/ci-sanitize.sh                 CI's subset: prism_core_tests, every test of
-#                                          prism_core's folders (config, schedule, data) and
+#                                          prism_core's folders (config, schedule, data, launch) and
 #                                          the layout check, on prism_core alone. CLI steps
 #                                          inside them run the release build's prism (build/,
 #                                          from the test stage). Then every translation unit

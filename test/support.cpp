@@ -32,7 +32,8 @@ Process run(const std::string& command) {
 
 Process run_prism(const std::string& args) { return run(fmt::format("'{}' {}", PRISM_BINARY, args)); }
 
-Killed run_prism_killed_at_checkpoint(const std::vector<std::string>& args, const std::string& run_dir, int step) {
+Killed run_prism_killed_at_checkpoint(const std::vector<std::string>& args, const std::string& run_dir, int step,
+                                      int signal) {
   std::vector<std::string> argv_s{PRISM_BINARY};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -50,10 +51,11 @@ Killed run_prism_killed_at_checkpoint(const std::vector<std::string>& args, cons
     std::this_thread::sleep_for(std::chrono::milliseconds(25));
     k.saw_checkpoint = read_file_or_empty(latest).find(want) != std::string::npos;
   }
-  kill(pid, SIGKILL);
+  kill(pid, signal);
   int status = 0;
   waitpid(pid, &status, 0);
   k.by_signal = WIFSIGNALED(status);
+  if (WIFEXITED(status)) k.exit_code = WEXITSTATUS(status);
   return k;
 }
 

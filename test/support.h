@@ -21,13 +21,15 @@ Process run_prism(const std::string& args);
 // (does not skip) if Python or torch is missing.
 Process run_reference(const std::string& script, const std::string& args);
 
-// Starts `prism <args>` in the background and kill -9s it as soon as
-// RUN_DIR/checkpoints/latest names step `step`'s checkpoint (polling for up to 30 s).
+// Starts `prism <args>` in the background and sends it `signal` (kill -9 by default) as soon as
+// RUN_DIR/checkpoints/latest names step `step`'s checkpoint (polling for up to 30 s), then waits for it.
 struct Killed {
-  bool saw_checkpoint = false;  // the checkpoint appeared before the process was killed
+  bool saw_checkpoint = false;  // the checkpoint appeared before the process was signalled
   bool by_signal = false;       // the process died of the signal (it had not finished)
+  int exit_code = -1;           // its exit status when it exited (a handled signal)
 };
-Killed run_prism_killed_at_checkpoint(const std::vector<std::string>& args, const std::string& run_dir, int step);
+Killed run_prism_killed_at_checkpoint(const std::vector<std::string>& args, const std::string& run_dir, int step,
+                                      int signal = 9);
 
 // A fresh directory under the system temp dir, removed when destroyed.
 class TempDir {

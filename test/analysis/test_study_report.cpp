@@ -116,7 +116,18 @@ TEST_CASE("a study end to end: sweep, post-processing with a failure and a resum
   const std::string array = read_file(out + "/slurm/post-0.sh");
   CHECK_THAT(array, Catch::Contains("#SBATCH --array=0-3") &&
                         Catch::Contains("--post") && Catch::Contains("--task-index \"$SLURM_ARRAY_TASK_ID\""));
-  CHECK_THAT(read_file(out + "/slurm/post-0-collect.sh"), Catch::Contains("--collect"));
+  CHECK_THAT(read_file(out + "/slurm/post-0-collect.sh"), Catch::Contains("--collect") && Catch::Contains("--mem=2G"));
+  // Steps on a GPU ask for one (submitted from a machine without one, as a login node is); on the CPU they do not.
+  // (The study file's trials ask for --gres=gpu:1 in sweep.slurm.extra, which post-processing inherits.)
+  r = run_prism(fmt::format("sweep {} --post {} --launcher slurm --no-submit device=cuda 'slurm.extra=[]'", out, post));
+  INFO(r.output);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Catch::Contains("request no GPU") && Catch::Contains("--gres=gpu:1"));
+  r = run_prism(fmt::format("sweep {} --post {} --launcher slurm --no-submit device=cuda", out, post));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(read_file(out + "/slurm/post-1.sh"), Catch::Contains("#SBATCH --gres=gpu:1\n"));
+  CHECK_THAT(read_file(out + "/slurm/post-1-collect.sh"), !Catch::Contains("gres"));
 
   // 3. Fixed, rerun: only the failed step runs; the others keep their records.
   const std::string some_run = out + "/" + cell(rec, 0, "run_dir");

@@ -217,7 +217,7 @@ TEST_CASE("the kernel-include check finds kernels/ headers by either spelling", 
 
 TEST_CASE("prism_core's folders include no LibTorch and no header of a LibTorch folder", "[layout]") {
   const std::set<std::string> folders = core_folders();
-  CHECK(folders == std::set<std::string>{"config", "schedule", "data"});
+  CHECK(folders == std::set<std::string>{"config", "schedule", "data", "launch"});
   const std::vector<fs::path> files = core_files(folders);
   REQUIRE(files.size() > 20);
   std::string problems;
@@ -273,15 +273,13 @@ TEST_CASE("the cycle check finds a cycle through three folders and names each in
   CHECK_THAT(cycles, !Catch::Contains("d/"));
 }
 
-TEST_CASE("only the launchers start processes: nothing else in lib/ runs prism, a shell or sbatch", "[layout]") {
-  // Today's launchers: the sweep's pool and Slurm submitter, post-processing's (issue 54 folds them into
-  // one), and TensorBoard's Python bridge. Anything else that starts a process is a new knot.
-  const std::set<std::string> launchers = {"sweep/local_launcher.cpp", "sweep/slurm.cpp", "post/post_run.cpp",
-                                           "export/tensorboard.cpp"};
-  static const std::regex starts(R"(\b(popen|fork|vfork|execve|execvp|execv|posix_spawnp?|system)\s*\()");
+namespace {
+
+// Lines of lib/prism's sources (comments cut) that match `pattern`, outside the files `allowed`;
+// `found_allowed` counts the matches inside them.
+std::string lines_matching(const std::regex& pattern, const std::set<std::string>& allowed, size_t& found_allowed) {
   const fs::path root = kLib / "prism";
   std::string problems;
-  size_t found_in_launchers = 0;
   for (const auto& e : fs::recursive_directory_iterator(root)) {
     if (!e.is_regular_file() || !is_source(e.path())) continue;
     const std::string rel = fs::relative(e.path(), root).string();
@@ -290,13 +288,34 @@ TEST_CASE("only the launchers start processes: nothing else in lib/ runs prism, 
     for (std::string line; std::getline(lines, line);) {
       ++number;
       const std::string code = line.substr(0, line.find("//"));
-      if (!std::regex_search(code, starts)) continue;
-      if (launchers.count(rel)) ++found_in_launchers;
+      if (!std::regex_search(code, pattern)) continue;
+      if (allowed.count(rel)) ++found_allowed;
       else problems += fmt::format("{}:{}: {}\n", rel, number, line);
     }
   }
-  INFO("Fix: start processes through the sweep's launcher (sweep/local_launcher.h) or Slurm's (sweep/slurm.h); "
-       "call the library instead of running `prism` (analysis/throughput_bench.cpp times in-process)");
+  return problems;
+}
+
+}  // namespace
+
+TEST_CASE("only launch/ starts processes: nothing else in lib/ runs prism, a shell or sbatch", "[layout]") {
+  // launch/process.cpp forks the trials and runs Slurm's commands; TensorBoard's Python bridge is the
+  // one other child (a pipe to a writer).
+  static const std::regex starts(R"(\b(popen|fork|vfork|execve|execvp|execv|posix_spawnp?|system)\s*\()");
+  size_t found = 0;
+  const std::string problems = lines_matching(starts, {"launch/process.cpp", "export/tensorboard.cpp"}, found);
+  INFO("Fix: start processes through launch/process.h (spawn_prism, run_command); call the library instead of "
+       "running `prism` (analysis/throughput_bench.cpp times in-process)");
   CHECK(problems == "");
-  CHECK(found_in_launchers >= 3);  // the rule is live: the launchers' own calls are found
+  CHECK(found >= 3);  // the rule is live: the launchers' own calls are found
+}
+
+TEST_CASE("only launch/signals.cpp installs signal handlers", "[layout]") {
+  // One module decides what INT, TERM and USR1 do (launch/signals.h); TensorBoard's bridge ignores SIGPIPE.
+  static const std::regex handles(R"(\b(sigaction|signal)\s*\(\s*\w)");
+  size_t found = 0;
+  const std::string problems = lines_matching(handles, {"launch/signals.cpp", "export/tensorboard.cpp"}, found);
+  INFO("Fix: use launch/signals.h (install_stop_handlers for a trainer, SignalScope for a launcher)");
+  CHECK(problems == "");
+  CHECK(found >= 2);
 }

@@ -40,7 +40,8 @@ SlurmctldPort=$port
 SlurmdPort=$((port + 1))
 AuthType=auth/munge
 CredType=cred/munge
-AuthInfo=socket=$dir/munge/munge.socket
+# cred_expire: how long a requeued job waits before it starts again (Slurm's default: 120 s)
+AuthInfo=socket=$dir/munge/munge.socket,cred_expire=10
 SlurmUser=root
 SlurmdUser=root
 StateSaveLocation=$dir/state

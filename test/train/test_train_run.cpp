@@ -2,9 +2,11 @@
 // and the bad inputs of issue 3. Reads run.h5 back through h5py.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <csignal>
 #include <filesystem>
 
 #include "support.h"
@@ -191,6 +193,48 @@ std::string tensor_bytes(const std::string& model_safetensors) {
   return s.substr(8 + n);
 }
 }  // namespace
+
+TEST_CASE("SIGUSR1 (a cluster's warning) stops a run at a checkpoint and --resume gives the same curve bit for bit",
+          "[train][run][resume]") {
+  Fixture f;
+  const std::vector<std::string> longer{"train.max_steps=300", "train.eval_every=50", "train.distance_every=50"};
+  auto a = run_prism(fmt::format("train {} --out {} {}", f.config, f.dir.file("a"), fmt::join(longer, " ")));
+  REQUIRE(a.exit_code == 0);
+  const std::string b = f.dir.file("b");
+  std::vector<std::string> args{"train", f.config, "--out", b};
+  args.insert(args.end(), longer.begin(), longer.end());
+  const Killed warned = run_prism_killed_at_checkpoint(args, b, 4, SIGUSR1);
+  REQUIRE(warned.saw_checkpoint);
+  CHECK_FALSE(warned.by_signal);  // handled: it finished its step, wrote a checkpoint and exited
+  CHECK(warned.exit_code == 130);
+  auto mid = read_run(b + "/run.h5");
+  CHECK(mid["attrs"]["status"] == "running");  // an interrupted run stays "running" until resumed
+  const std::string latest = read_file(b + "/checkpoints/latest");
+  CHECK(latest.find("step_000004") == std::string::npos);  // the stop wrote its own checkpoint after step 4
+  auto r = run_prism("train --resume " + b);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  auto ra = read_run(f.dir.file("a/run.h5")), rb = read_run(b + "/run.h5");
+  for (const char* key : {"train/step", "train/loss", "train/grad_norm", "train/lr", "val/step", "val/loss"}) {
+    INFO(key);
+    CHECK(ra["datasets"][key] == rb["datasets"][key]);  // bit-equal
+  }
+}
+
+TEST_CASE("train.checkpoint_minutes checkpoints by the clock as well as by steps", "[train][run]") {
+  Fixture f;
+  const std::string by_steps = f.dir.file("steps"), by_clock = f.dir.file("clock");
+  auto r = run_prism(fmt::format("train {} --out {} train.checkpoint_every=0", f.config, by_steps));
+  REQUIRE(r.exit_code == 0);
+  CHECK_FALSE(fs::exists(by_steps + "/checkpoints/step_000011"));  // only the end's
+  r = run_prism(fmt::format("train {} --out {} train.checkpoint_every=0 train.checkpoint_minutes=1e-7", f.config, by_clock));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(fs::exists(by_clock + "/checkpoints/step_000011"));  // every step is past 6 microseconds: the last two kept
+  CHECK(fs::exists(by_clock + "/checkpoints/step_000012"));
+  CHECK_THAT(read_file(by_clock + "/config.yaml"), Catch::Contains("checkpoint_minutes: "));
+  CHECK_THAT(read_file(by_steps + "/config.yaml"), !Catch::Contains("checkpoint_minutes"));
+}
 
 TEST_CASE("train.init_from starts a run from another run's weights, under another schedule", "[train][run]") {
   Fixture f;

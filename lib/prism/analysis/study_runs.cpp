@@ -31,7 +31,7 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 // Keys that say how a run was carried out, not what was trained or measured.
 bool is_run_only_key(const std::string& key) {
   return key == "train.seed" || key.rfind("schedule.", 0) == 0 || key == "train.threads" || key == "train.log_every" ||
-         key == "train.checkpoint_every";
+         key == "train.checkpoint_every" || key == "train.checkpoint_minutes";
 }
 
 // A number as people write it: the YAML emitter's 0.0030000000000000001 is 0.003

@@ -9,7 +9,7 @@
 #include "prism/config/model_config.h"
 #include "prism/error.h"
 #include "prism/schedule/rules.h"
-#include "prism/sweep/slurm.h"
+#include "prism/launch/process.h"
 #include "prism/train/step_probe.h"
 #include "prism/train/turn_timing.h"
 

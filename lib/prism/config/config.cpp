@@ -145,6 +145,8 @@ std::string to_yaml(const Config& c) {
       << t.eval_every << YAML::Key << "eval_tokens" << YAML::Value << t.eval_tokens << YAML::Key << "distance_every"
       << YAML::Value << t.distance_every << YAML::Key << "distance_batch" << YAML::Value << t.distance_batch
       << YAML::Key << "checkpoint_every" << YAML::Value << t.checkpoint_every;
+  // Written only when set: configs of runs made before the key existed read back the same.
+  if (t.checkpoint_minutes > 0) out << YAML::Key << "checkpoint_minutes" << YAML::Value << t.checkpoint_minutes;
   if (!t.init_from.empty()) out << YAML::Key << "init_from" << YAML::Value << t.init_from;
   out << YAML::EndMap;
   out << YAML::Key << "data" << YAML::Value << YAML::BeginMap;

@@ -33,6 +33,7 @@ TrainConfig parse_train_section(ConfigNode n) {
   t.distance_every = n.get_int("distance_every", t.distance_every, 0, kBig);
   t.distance_batch = n.get_int("distance_batch", t.distance_batch, 1, 1 << 20);
   t.checkpoint_every = n.get_int("checkpoint_every", t.checkpoint_every, 0, kBig);
+  t.checkpoint_minutes = n.get_real("checkpoint_minutes", t.checkpoint_minutes, 0.0, 1e6);
   t.init_from = n.get<std::string>("init_from", t.init_from);
   n.finish();
   return t;

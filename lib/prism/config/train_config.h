@@ -29,7 +29,10 @@ struct TrainConfig {
   int64_t eval_tokens = 65536;   // size of the fixed held-out set
   int64_t distance_every = 200;  // attention distance cadence (0 = only at the end)
   int64_t distance_batch = 4;    // sequences in the fixed held-out distance batch
-  int64_t checkpoint_every = 500;// 0 = only at the end (and on SIGINT/SIGTERM)
+  int64_t checkpoint_every = 500;// 0 = only at the end (and on SIGINT, SIGTERM or SIGUSR1)
+  // Also a checkpoint once this many minutes of wall clock have passed since the last one
+  // (or the start), so a job cut off at its time limit loses at most that much; 0 = off.
+  double checkpoint_minutes = 0;
   // Start from these weights instead of a random initialisation: a run directory
   // (its newest checkpoint), a checkpoint directory or a model.safetensors. Any
   // schedule loads any checkpoint of the same width, depth and vocabulary (the

@@ -21,7 +21,7 @@
 #include "prism/error.h"
 #include "prism/schedule/head_schedule.h"
 #include "prism/sweep/sweep_dir.h"
-#include "prism/train/stop_signal.h"
+#include "prism/launch/signals.h"
 
 namespace prism {
 namespace {

@@ -15,6 +15,7 @@
 
 #include "prism/atomic_file.h"
 #include "prism/error.h"
+#include "prism/launch/signals.h"
 #include "prism/model/placement.h"
 #include "prism/post/post_settings.h"
 #include "prism/post/post_trial.h"
@@ -35,29 +36,6 @@ void say(const std::function<void(const std::string&)>& to, const std::string& t
   if (to) to(text);
 }
 
-std::atomic<int> g_stop{0};
-void on_stop(int) { g_stop.fetch_add(1); }
-
-// SIGINT/SIGTERM stop launching; running trials get the signal too (same process group).
-class StopScope {
- public:
-  StopScope() {
-    g_stop = 0;
-    struct sigaction sa {};
-    sa.sa_handler = on_stop;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int_);
-    sigaction(SIGTERM, &sa, &old_term_);
-  }
-  ~StopScope() {
-    sigaction(SIGINT, &old_int_, nullptr);
-    sigaction(SIGTERM, &old_term_, nullptr);
-  }
-
- private:
-  struct sigaction old_int_ {}, old_term_ {};
-};
-
 struct Setup {
   SweepPlan plan;
   PostSettings settings;
@@ -72,7 +50,10 @@ Setup setup(const PostRequest& r) {
   Setup s{plan_from_yaml(yaml.string()), load_post_settings(r.post_file, r.overrides),
           (fs::path(r.dir) / "post.yaml").string()};
   check_post_files(s.settings);
-  resolve_placement(s.settings.device, s.settings.backend);  // --device cuda without a GPU fails here, up front
+  // Where steps run here (a local pool, or this Slurm task), device cuda without a GPU fails now, up front. A
+  // submission from a login node, or a collection, runs no step here: the jobs' GPU request is checked instead.
+  const bool runs_steps_here = r.task_index || (r.launcher != "slurm" && !r.collect);
+  if (runs_steps_here) resolve_placement(s.settings.device, s.settings.backend);
   return s;
 }
 
@@ -125,14 +106,14 @@ void record_abnormal_end(const Setup& s, const std::string& dir, const Trial& t,
 // unless a signal stopped it.
 bool run_children(const PostRequest& r, const Setup& s, const std::vector<const Trial*>& work, int jobs, int threads) {
   const std::string prism = r.prism.empty() ? self_executable() : r.prism;
-  StopScope stop;
+  SignalScope stop;  // INT, TERM or USR1: no more trials; the running ones are asked to stop
   std::vector<Child> active;
   size_t next = 0;
   const size_t width = std::to_string(work.size()).size();
   size_t started = 0;
   int signals_seen = 0;
   while (next < work.size() || !active.empty()) {
-    if (const int seen = g_stop.load(); seen > signals_seen) {
+    if (const int seen = stop.count(); seen > signals_seen) {
       signals_seen = seen;
       next = work.size();
       for (const auto& c : active) kill(c.pid, SIGTERM);  // one per signal received
@@ -173,7 +154,7 @@ bool run_children(const PostRequest& r, const Setup& s, const std::vector<const 
     }
     if (!active.empty() || next < work.size()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  return g_stop.load() == 0;
+  return stop.count() == 0;
 }
 
 // The summary table: one row per trial, one column per step.
@@ -291,6 +272,26 @@ int run_task(const PostRequest& r, const Setup& s) {
   return 0;
 }
 
+bool requests_gpu(const SlurmSettings& slurm) {
+  for (const auto& e : slurm.extra)
+    if (e.find("--gres=gpu") != std::string::npos || e.find("--gpus") != std::string::npos ||
+        e.find("-G ") == 0 || e.find("--gres gpu") != std::string::npos)
+      return true;
+  return false;
+}
+
+// Post-processing on device cuda (distance on long contexts, zero-shot at 757M) says so and asks for a
+// GPU; on the CPU it should not hold one.
+void check_gpu_request(const PostSettings& settings, const SlurmSettings& slurm, const PostRequest& r) {
+  const bool gpu = requests_gpu(slurm);
+  if (settings.device == "cuda" && !gpu)
+    throw Error("the post file runs its steps on device cuda, but their Slurm jobs request no GPU", r.post_file,
+                "add slurm: {extra: [\"--gres=gpu:1\"]} to the post file (or the sweep's sweep.slurm.extra)");
+  if (settings.device == "cpu" && gpu)
+    say(r.note, "note: the post file runs on the CPU (device: cpu), but its Slurm jobs request a GPU (sweep.slurm.extra); "
+                "set slurm: {extra: []} in the post file to leave the GPUs to training\n");
+}
+
 int submit_post_to_slurm(const PostRequest& r, const Setup& s, const std::vector<const Trial*>& work, int threads) {
   const std::string dir = fs::absolute(r.dir).lexically_normal().string();
   const std::string slurm_dir = (fs::path(dir) / "slurm").string();
@@ -298,6 +299,7 @@ int submit_post_to_slurm(const PostRequest& r, const Setup& s, const std::vector
   int wave = 0;
   while (fs::exists(fmt::format("{}/post-{}.sh", slurm_dir, wave))) ++wave;
   const SlurmSettings slurm = post_slurm(s.settings, s.plan.settings.slurm);
+  check_gpu_request(s.settings, slurm, r);
   const int cpus = slurm.cpus_per_task > 0 ? slurm.cpus_per_task : std::max(1, threads);
   const std::string prism = fs::absolute(r.prism.empty() ? self_executable() : r.prism).string();
   const std::string post_yaml = fs::absolute(s.post_yaml).string();
@@ -317,8 +319,8 @@ int submit_post_to_slurm(const PostRequest& r, const Setup& s, const std::vector
                        shell_quote(dir), shell_quote(post_yaml), retry);
   const std::string array_script = fmt::format("{}/post-{}.sh", slurm_dir, wave);
   write_script(array_script, array);
-  std::string collect = sbatch_header(slurm, fmt::format("prism-{}-post{}-collect", s.plan.settings.name, wave),
-                                      fmt::format("{}/post-{}-collect.out", slurm_dir, wave), 1);
+  std::string collect = collect_header(slurm, fmt::format("prism-{}-post{}-collect", s.plan.settings.name, wave),
+                                       fmt::format("{}/post-{}-collect.out", slurm_dir, wave));
   collect += "# Pairs Delta D_l, writes post.csv and prints the post-processing table once the array has ended.\n";
   collect += fmt::format("exec {} sweep {} --post {} --collect\n", shell_quote(prism), shell_quote(dir),
                          shell_quote(post_yaml));
@@ -330,14 +332,9 @@ int submit_post_to_slurm(const PostRequest& r, const Setup& s, const std::vector
                              array_script, spec, collect_script, array_script, collect_script));
     return 0;
   }
-  std::string job = run_command("sbatch --parsable " + shell_quote(array_script), "sbatch");
-  job = job.substr(0, job.find(';'));
-  std::string cjob = run_command(
-      fmt::format("sbatch --parsable --dependency=afterany:{} {}", job, shell_quote(collect_script)),
-      "sbatch (collection job)");
-  cjob = cjob.substr(0, cjob.find(';'));
+  const ArrayJobs jobs = submit_array_then_collect(array_script, collect_script);
   say(r.print, fmt::format("submitted post-processing: array job {} ({} task{}), collection job {}; outputs in {}\n",
-                           job, indices.size(), indices.size() == 1 ? "" : "s", cjob, slurm_dir));
+                           jobs.array, indices.size(), indices.size() == 1 ? "" : "s", jobs.collect, slurm_dir));
   return 0;
 }
 

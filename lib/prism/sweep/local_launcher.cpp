@@ -20,6 +20,7 @@
 
 #include "prism/atomic_file.h"
 #include "prism/error.h"
+#include "prism/launch/signals.h"
 #include "prism/sweep/run_result.h"
 #include "prism/sweep/sweep_dir.h"
 
@@ -32,29 +33,6 @@ namespace prism {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::atomic<int> g_signals{0};
-void on_signal(int) { g_signals.fetch_add(1); }
-
-// SIGINT/SIGTERM count requests to stop while the launcher runs.
-class SignalScope {
- public:
-  SignalScope() {
-    g_signals = 0;
-    struct sigaction sa {};
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int_);
-    sigaction(SIGTERM, &sa, &old_term_);
-  }
-  ~SignalScope() {
-    sigaction(SIGINT, &old_int_, nullptr);
-    sigaction(SIGTERM, &old_term_, nullptr);
-  }
-
- private:
-  struct sigaction old_int_ {}, old_term_ {};
-};
 
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
@@ -78,120 +56,7 @@ int64_t checkpoint_step(const std::string& ckpt) {
   return digits == std::string::npos ? -1 : std::stoll(name.substr(digits));
 }
 
-// This process's environment with the thread pools of OpenMP and MKL sized to `threads`.
-std::vector<std::string> child_environment(int threads) {
-  std::vector<std::string> env;
-  for (char** e = environ; *e; ++e) {
-    const std::string kv = *e;
-    if (kv.rfind("OMP_NUM_THREADS=", 0) == 0 || kv.rfind("MKL_NUM_THREADS=", 0) == 0) continue;
-    env.push_back(kv);
-  }
-  env.push_back(fmt::format("OMP_NUM_THREADS={}", threads));
-  env.push_back(fmt::format("MKL_NUM_THREADS={}", threads));
-  return env;
-}
-
 }  // namespace
-
-namespace {
-
-// One fork + execve of `prism`. Returns the child's pid, or -errno when execve failed (the child is
-// reaped): the child reports execve's errno through a close-on-exec pipe, which a successful exec
-// closes unread.
-pid_t spawn_once(const std::string& prism, std::vector<char*>& argv, std::vector<char*>& envp, int log_fd, int null_fd,
-                 bool own_group) {
-  int report[2];
-  if (pipe2(report, O_CLOEXEC) != 0)
-    throw Error(fmt::format("cannot start a trial process: {}", std::strerror(errno)), "prism sweep",
-                "lower --jobs or raise the open-file limit");
-  const pid_t parent = getpid();
-  const pid_t pid = fork();
-  if (pid < 0) {
-    const int e = errno;
-    ::close(report[0]);
-    ::close(report[1]);
-    throw Error(fmt::format("cannot start a trial process: {}", std::strerror(e)), "prism sweep",
-                "lower --jobs or free memory");
-  }
-  if (pid == 0) {  // the child: only async-signal-safe calls until execve
-    ::close(report[0]);
-    if (own_group) setpgid(0, 0);
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (getppid() != parent) _exit(129);  // the launcher died before prctl
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    if (null_fd >= 0) dup2(null_fd, 0);
-    dup2(log_fd, 1);
-    dup2(log_fd, 2);
-    execve(prism.c_str(), argv.data(), envp.data());
-    const int e = errno;
-    ssize_t n = write(report[1], &e, sizeof(e));
-    (void)n;
-    _exit(127);
-  }
-  if (own_group) setpgid(pid, pid);  // also here, so a signal sent right away finds the group
-  ::close(report[1]);
-  int child_errno = 0;
-  ssize_t got;
-  do {
-    got = read(report[0], &child_errno, sizeof(child_errno));
-  } while (got < 0 && errno == EINTR);
-  ::close(report[0]);
-  if (got != static_cast<ssize_t>(sizeof(child_errno))) return pid;  // closed by a successful execve
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return -child_errno;
-}
-
-// An execve failure that passes: the binary is being rewritten (a relink replaces the file and
-// holds it open for writing) or is not there yet.
-bool transient_exec_error(int e) { return e == ETXTBSY || e == ENOENT || e == EACCES || e == ENOEXEC; }
-
-}  // namespace
-
-pid_t spawn_prism(const std::string& prism, const std::vector<std::string>& args, const std::string& log_path,
-                  int threads, bool own_group, double exec_wait_s) {
-  std::vector<std::string> argv_s{prism};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  std::vector<std::string> env_s = child_environment(threads);
-  std::vector<char*> envp;
-  for (auto& e : env_s) envp.push_back(e.data());
-  envp.push_back(nullptr);
-
-  const int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (log_fd < 0)
-    throw Error(fmt::format("cannot open the trial log: {}", std::strerror(errno)), log_path,
-                "check that the sweep directory is writable");
-  const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  auto close_fds = [&]() {
-    ::close(log_fd);
-    if (null_fd >= 0) ::close(null_fd);
-  };
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                                              std::chrono::duration<double>(std::max(0.0, exec_wait_s)));
-  pid_t pid;
-  try {
-    while ((pid = spawn_once(prism, argv, envp, log_fd, null_fd, own_group)) < 0 && transient_exec_error(-pid) &&
-           std::chrono::steady_clock::now() < give_up)
-      std::this_thread::sleep_for(std::chrono::milliseconds(250));
-  } catch (...) {
-    close_fds();
-    throw;
-  }
-  close_fds();
-  if (pid < 0)
-    throw Error(fmt::format("cannot execute {}: {}{}", prism, std::strerror(-pid),
-                            transient_exec_error(-pid) ? fmt::format(" (still after {:g} s of retries)", exec_wait_s) : ""),
-                "prism sweep",
-                "rebuild prism if a build replaced it, or name a working binary; the finished trials are kept and "
-                "rerunning the sweep continues it");
-  return pid;
-}
 
 namespace {
 
@@ -202,6 +67,7 @@ struct Active {
   pid_t pid = -1;
   Clock::time_point start;
   bool timed_out = false;
+  bool usr1_sent = false;  // SIGUSR1 passed on (once)
   Clock::time_point kill_at;
   RunRecord record;
   std::string log_path;
@@ -244,16 +110,32 @@ class LocalLauncher {
   // A trial with its own process group is signalled as a whole (anything it started goes too).
   pid_t group(pid_t pid) const { return o_.own_process_group ? -pid : pid; }
 
-  // A signal to the launcher stops it: no new runs, and one SIGTERM per signal to the running ones.
+  // A signal to the launcher stops it: no new runs, and the running ones are asked to checkpoint and stop.
+  // SIGINT/SIGTERM: one SIGTERM per signal to each trial's own process group (the second is immediate);
+  // without groups of their own the trials got it with ours. SIGUSR1, which Slurm sends to the job's
+  // shell alone ahead of a time limit (--signal=B:USR1@T), is passed on to each trial once.
   void handle_signals() {
-    const int seen = g_signals.load();
+    const int seen = signals_.count();
     if (seen <= signals_seen_) return;
+    const int usr1 = signals_.count_of(SIGUSR1);
+    const bool new_usr1 = usr1 > usr1_seen_;
+    const int others = (seen - usr1) - (signals_seen_ - usr1_seen_);
     signals_seen_ = seen;
-    if (!stopping_) log("prism sweep: stopping: running trials checkpoint and stop; rerun the sweep to continue");
+    usr1_seen_ = usr1;
+    if (!stopping_)
+      log(fmt::format("prism sweep: {}: stopping: running trials checkpoint and stop; rerun the sweep to continue",
+                      signal_name(signals_.last())));
     stopping_ = true;
     report_.stopped = true;
-    if (o_.own_process_group)
-      for (auto& a : active_) kill(-a.pid, SIGTERM);  // one per signal received: the second one is immediate
+    report_.signal = signals_.last();
+    for (auto& a : active_) {
+      if (new_usr1 && !a.usr1_sent) {
+        kill(a.pid, SIGUSR1);
+        a.usr1_sent = true;
+      }
+      if (o_.own_process_group)
+        for (int i = 0; i < others; ++i) kill(-a.pid, SIGTERM);
+    }
   }
 
   // How the run at `pos` starts, or nothing when it is skipped (logged and counted).
@@ -373,7 +255,7 @@ class LocalLauncher {
       completed(a, *result, elapsed);
     } else if (a.timed_out) {
       timed_out(a, steps, ins.checkpoint.has_value(), elapsed);
-    } else if (stopping_ || code == 130 || code == 128 + SIGTERM || code == 128 + SIGINT ||
+    } else if (stopping_ || code == 130 || code == 128 + SIGTERM || code == 128 + SIGINT || code == 128 + SIGUSR1 ||
                ins.h5_status == "interrupted") {
       interrupted(a, steps, ins.checkpoint.has_value());
     } else {
@@ -424,8 +306,9 @@ class LocalLauncher {
   const std::string prism_;
   const int jobs_;
   const int width_;                // digits of the run count, for the [i/n] tags
-  SignalScope signals_;            // counts SIGINT/SIGTERM while the launcher runs
+  SignalScope signals_;            // counts SIGINT, SIGTERM and SIGUSR1 while the launcher runs
   int signals_seen_ = 0;
+  int usr1_seen_ = 0;
   bool stopping_ = false;
   std::vector<Active> active_;
   size_t next_ = 0;                // the next run to start
@@ -433,19 +316,6 @@ class LocalLauncher {
 };
 
 }  // namespace
-
-std::string self_executable() {
-  std::error_code ec;
-  auto p = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) throw Error("cannot find the prism executable (/proc/self/exe)", "prism sweep", "run prism by its full path");
-  // A rebuild since this process started replaced the file: the link names the old one as
-  // "PATH (deleted)", and PATH is the new build.
-  std::string s = p.string();
-  const std::string deleted = " (deleted)";
-  if (s.size() > deleted.size() && s.compare(s.size() - deleted.size(), deleted.size(), deleted) == 0)
-    s.resize(s.size() - deleted.size());
-  return s;
-}
 
 LaunchReport launch_local(const std::vector<TrialRun>& runs, const LaunchOptions& options) {
   return LocalLauncher(runs, options).run();

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "prism/launch/process.h"
 #include "prism/sweep/plan.h"
 #include "prism/sweep/sweep_dir.h"
 
@@ -51,23 +52,11 @@ struct LaunchReport {
   int completed = 0, failed = 0, interrupted = 0;  // runs that ran now
   int skipped_completed = 0, skipped_failed = 0;   // left alone
   bool stopped = false;                            // a signal stopped the launcher
+  int signal = 0;                                  // the last one (SIGUSR1: a cluster's warning)
 };
 
 // Runs (or resumes, or skips) every run; returns when all are done or, after a
 // signal, when the running ones have checkpointed.
 LaunchReport launch_local(const std::vector<TrialRun>& runs, const LaunchOptions& options);
-
-// The path of the running executable (after a rebuild replaced it, the path of the new build).
-std::string self_executable();
-
-// Starts `prism args...` as a child process (what every launched run is): its
-// stdout and stderr appended to `log_path`, stdin from /dev/null, OpenMP and MKL
-// sized to `threads`, SIGTERM when this process dies, in a process group of its
-// own when `own_group`. Returns its pid once `prism` is executing. A binary that cannot be
-// executed for a moment (a build relinking it: busy, missing or half-written) is retried for up
-// to `exec_wait_s`, so a sweep survives a rebuild of the prism it runs; throws prism::Error when
-// it cannot start, naming the reason (execve's errno).
-pid_t spawn_prism(const std::string& prism, const std::vector<std::string>& args, const std::string& log_path,
-                  int threads, bool own_group, double exec_wait_s = 120);
 
 }  // namespace prism

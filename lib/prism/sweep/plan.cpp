@@ -55,7 +55,18 @@ SlurmSettings parse_slurm(ConfigNode sl) {
   out.cpus_per_task = static_cast<int>(sl.get_int("cpus_per_task", 0, 0, 4096));
   out.max_parallel = static_cast<int>(sl.get_int("max_parallel", 0, 0, 1 << 20));
   out.max_waves = static_cast<int>(sl.get_int("max_waves", 20, 1, 10000));
+  out.signal_seconds = static_cast<int>(sl.get_int("signal_seconds", out.signal_seconds, 0, 65535));
+  out.max_requeues = static_cast<int>(sl.get_int("max_requeues", out.max_requeues, 0, 100000));
   out.extra = sl.get<std::vector<std::string>>("extra", {});
+  if (sl.has("collect")) {
+    ConfigNode c = sl.child("collect");
+    out.collect.partition = c.get<std::string>("partition", out.collect.partition);
+    out.collect.time = c.get<std::string>("time", out.collect.time);
+    out.collect.mem = c.get<std::string>("mem", out.collect.mem);
+    out.collect.cpus = static_cast<int>(c.get_int("cpus", out.collect.cpus, 1, 4096));
+    out.collect.extra = c.get<std::vector<std::string>>("extra", {});
+    c.finish();
+  }
   sl.finish();
   return out;
 }
@@ -403,7 +414,16 @@ void emit_settings(YAML::Emitter& out, const SweepSettings& s) {
   entry(out, "cpus_per_task", s.slurm.cpus_per_task);
   entry(out, "max_parallel", s.slurm.max_parallel);
   entry(out, "max_waves", s.slurm.max_waves);
+  entry(out, "signal_seconds", s.slurm.signal_seconds);
+  entry(out, "max_requeues", s.slurm.max_requeues);
   entry(out, "extra", YAML::Flow, s.slurm.extra);
+  entry(out, "collect", YAML::BeginMap);
+  entry(out, "partition", s.slurm.collect.partition);
+  entry(out, "time", s.slurm.collect.time);
+  entry(out, "mem", s.slurm.collect.mem);
+  entry(out, "cpus", s.slurm.collect.cpus);
+  entry(out, "extra", YAML::Flow, s.slurm.collect.extra);
+  out << YAML::EndMap;
   out << YAML::EndMap;
   entry(out, "estimate", YAML::BeginMap);
   entry(out, "tokens_per_s", s.estimate.tokens_per_s);
@@ -494,6 +514,16 @@ SweepPlan plan_from_yaml(const std::string& path) {
     plan.settings.slurm.cpus_per_task = sl["cpus_per_task"].as<int>();
     plan.settings.slurm.max_parallel = sl["max_parallel"].as<int>();
     plan.settings.slurm.max_waves = sl["max_waves"].as<int>();
+    // Absent in sweep.yaml files of older versions: they get today's defaults.
+    if (sl["signal_seconds"]) plan.settings.slurm.signal_seconds = sl["signal_seconds"].as<int>();
+    if (sl["max_requeues"]) plan.settings.slurm.max_requeues = sl["max_requeues"].as<int>();
+    if (const YAML::Node c = sl["collect"]) {
+      plan.settings.slurm.collect.partition = c["partition"].as<std::string>();
+      plan.settings.slurm.collect.time = c["time"].as<std::string>();
+      plan.settings.slurm.collect.mem = c["mem"].as<std::string>();
+      plan.settings.slurm.collect.cpus = c["cpus"].as<int>();
+      plan.settings.slurm.collect.extra = c["extra"].as<std::vector<std::string>>();
+    }
     plan.settings.slurm.extra = sl["extra"].as<std::vector<std::string>>();
     if (const YAML::Node e = s["estimate"]) {  // absent in sweep.yaml files of older versions
       plan.settings.estimate.tokens_per_s = e["tokens_per_s"].as<double>();

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <sys/stat.h>
+#include <signal.h>
 
 #include <array>
 #include <cstdio>
@@ -19,31 +19,9 @@ namespace fs = std::filesystem;
 
 namespace prism {
 
-std::string shell_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
 namespace {
 std::string abs_path(const std::string& p) { return fs::absolute(p).lexically_normal().string(); }
 }  // namespace
-
-// Runs a command; returns its stdout (trimmed) or throws with its output.
-std::string run_command(const std::string& cmd, const std::string& what) {
-  FILE* pipe = popen((cmd + " 2>&1").c_str(), "r");
-  if (!pipe) throw Error(fmt::format("cannot run {}", what), cmd, "check that Slurm's commands are on PATH");
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
-  const int status = pclose(pipe);
-  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-  if (status != 0)
-    throw Error(fmt::format("{} failed: {}", what, out.empty() ? "no output" : out), cmd,
-                "check the Slurm settings in sweep.slurm (partition, time, mem) and that sbatch works here");
-  return out;
-}
 
 namespace {
 int next_wave(const std::string& slurm_dir) {
@@ -57,11 +35,6 @@ int next_wave(const std::string& slurm_dir) {
   return wave;
 }
 }  // namespace
-
-void write_script(const std::string& path, const std::string& text) {
-  write_file_atomic(path, text);
-  ::chmod(path.c_str(), 0755);
-}
 
 std::string sbatch_header(const SlurmSettings& s, const std::string& job_name, const std::string& output,
                           int cpus) {
@@ -77,6 +50,33 @@ std::string sbatch_header(const SlurmSettings& s, const std::string& job_name, c
   if (!s.account.empty()) h += fmt::format("#SBATCH --account={}\n", s.account);
   for (const auto& e : s.extra) h += fmt::format("#SBATCH {}\n", e);
   return h;
+}
+
+std::string collect_header(const SlurmSettings& s, const std::string& job_name, const std::string& output) {
+  SlurmSettings c;
+  c.partition = s.collect.partition;
+  c.time = s.collect.time;
+  c.mem = s.collect.mem;
+  c.account = s.account;
+  c.extra = s.collect.extra;
+  return sbatch_header(c, job_name, output, s.collect.cpus);
+}
+
+ArrayJobs submit_array_then_collect(const std::string& array_script, const std::string& collect_script) {
+  auto job_id = [](std::string parsable) { return parsable.substr(0, parsable.find(';')); };  // "id;cluster"
+  ArrayJobs j;
+  j.array = job_id(run_command("sbatch --parsable " + shell_quote(array_script), "sbatch"));
+  j.collect = job_id(run_command(
+      fmt::format("sbatch --parsable --dependency=afterany:{} {}", j.array, shell_quote(collect_script)),
+      "sbatch (collection job)"));
+  return j;
+}
+
+std::string requeue_lines(const SlurmSettings& s) {
+  if (s.signal_seconds <= 0) return "";
+  // SIGUSR1 to this script's process (B:), which passes it to the trial; the task requeues itself after the
+  // trial's checkpoint, and its output goes on in the same file.
+  return fmt::format("#SBATCH --signal=B:USR1@{}\n#SBATCH --requeue\n#SBATCH --open-mode=append\n", s.signal_seconds);
 }
 
 std::string array_spec(const std::vector<int>& indices) {
@@ -133,6 +133,7 @@ SlurmSubmission submit_to_slurm(const SweepPlan& plan, const SlurmOptions& o) {
   std::string spec = array_spec(sub.indices);
   if (plan.settings.slurm.max_parallel > 0) spec += fmt::format("%{}", plan.settings.slurm.max_parallel);
   array += fmt::format("#SBATCH --array={}\n", spec);
+  array += requeue_lines(plan.settings.slurm);
   array += fmt::format(
       "# prism sweep {}: wave {}, rung {} ({} runs). One task per trial; the task index is the trial's index in\n"
       "# sweep.yaml. Written by `prism sweep --launcher slurm`; rerunning that command writes the next wave.\n",
@@ -142,8 +143,8 @@ SlurmSubmission submit_to_slurm(const SweepPlan& plan, const SlurmOptions& o) {
   sub.array_script = fmt::format("{}/wave-{}.sh", slurm_dir, wave);
   write_script(sub.array_script, array);
 
-  std::string collect = sbatch_header(plan.settings.slurm, fmt::format("prism-{}-w{}-collect", plan.settings.name, wave),
-                                      fmt::format("{}/wave-{}-collect.out", slurm_dir, wave), 1);
+  std::string collect = collect_header(plan.settings.slurm, fmt::format("prism-{}-w{}-collect", plan.settings.name, wave),
+                                       fmt::format("{}/wave-{}-collect.out", slurm_dir, wave));
   collect += fmt::format(
       "# Collects wave {} of sweep {} once its array has ended: rebuilds the index, submits the next wave while\n"
       "# work remains, and prints the ranked table at the end.\n",
@@ -159,12 +160,9 @@ SlurmSubmission submit_to_slurm(const SweepPlan& plan, const SlurmOptions& o) {
                     sub.array_script, spec, sub.collect_script, sub.array_script, sub.collect_script));
     return sub;
   }
-  sub.array_job = run_command("sbatch --parsable " + shell_quote(sub.array_script), "sbatch");
-  sub.array_job = sub.array_job.substr(0, sub.array_job.find(';'));  // "id;cluster"
-  sub.collect_job = run_command(
-      fmt::format("sbatch --parsable --dependency=afterany:{} {}", sub.array_job, shell_quote(sub.collect_script)),
-      "sbatch (collection job)");
-  sub.collect_job = sub.collect_job.substr(0, sub.collect_job.find(';'));
+  const ArrayJobs jobs = submit_array_then_collect(sub.array_script, sub.collect_script);
+  sub.array_job = jobs.array;
+  sub.collect_job = jobs.collect;
   log(fmt::format("submitted wave {}: array job {} ({} task{}, rung {}), collection job {}; outputs in {}", wave,
                   sub.array_job, sub.indices.size(), sub.indices.size() == 1 ? "" : "s", stage.rung, sub.collect_job,
                   slurm_dir));
@@ -200,7 +198,30 @@ int run_slurm_task(const SweepPlan& plan, const std::string& dir, int index, int
   lo.own_process_group = false;  // Slurm signals the task's process group: the trainer gets it once
   const auto report = launch_local(stage_runs(plan, dir, one, false), lo);
   if (report.failed > 0) return 1;
-  if (report.interrupted > 0 || report.stopped) return 130;
+  if (report.interrupted > 0 || report.stopped) return requeue_after_warning(plan.settings.slurm, report.signal);
+  return 0;
+}
+
+int requeue_after_warning(const SlurmSettings& s, int signal) {
+  const char* job = std::getenv("SLURM_JOB_ID");
+  if (!job || signal != SIGUSR1 || s.signal_seconds <= 0) return 130;  // not Slurm's warning: the next wave resumes it
+  const char* restarts_env = std::getenv("SLURM_RESTART_COUNT");
+  const int restarts = restarts_env ? std::atoi(restarts_env) : 0;
+  if (restarts >= s.max_requeues) {
+    std::cout << fmt::format("prism sweep: this task was requeued {} times (sweep.slurm.max_requeues); the next wave "
+                             "resumes the trial from its checkpoint\n",
+                             restarts)
+              << std::flush;
+    return 130;
+  }
+  const char* array_job = std::getenv("SLURM_ARRAY_JOB_ID");
+  const char* task = std::getenv("SLURM_ARRAY_TASK_ID");
+  const std::string id = array_job && task ? fmt::format("{}_{}", array_job, task) : std::string(job);
+  std::cout << fmt::format("prism sweep: SIGUSR1 before the time limit: the trial checkpointed; requeueing job {} "
+                           "(restart {})\n",
+                           id, restarts + 1)
+            << std::flush;
+  run_command("scontrol requeue " + id, "scontrol requeue");
   return 0;
 }
 

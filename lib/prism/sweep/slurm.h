@@ -7,9 +7,13 @@
 // rebuilds the index and, while work remains (the next halving rung, runs
 // interrupted by a time limit), submits the next wave; at the end it prints the
 // ranked table. Scripts and task output live in <dir>/slurm/.
+// A task is warned ahead of its time limit (SIGUSR1, sweep.slurm.signal_seconds):
+// its trial checkpoints and stops, and the task requeues itself (requeue_after_warning),
+// so the trial continues at once rather than in the next wave.
 #include <string>
 #include <vector>
 
+#include "prism/launch/process.h"
 #include "prism/sweep/plan.h"
 #include "prism/sweep/sweep.h"
 
@@ -41,17 +45,36 @@ SlurmSubmission submit_to_slurm(const SweepPlan& plan, const SlurmOptions& optio
 int run_slurm_task(const SweepPlan& plan, const std::string& dir, int index, int rung, const std::string& prism,
                    RetryPolicy retry);
 
+// The header of a bookkeeping job (collection, index, next wave, table): sweep.slurm.collect's
+// partition, time, memory, CPUs and extra lines with the sweep's account; never the trials'
+// partition or extra lines (their GPUs).
+std::string collect_header(const SlurmSettings& settings, const std::string& job_name, const std::string& output);
+
+// Submits an array job, then its collection job to start once every task has ended
+// (--dependency=afterany). Returns their job ids; throws prism::Error with sbatch's words.
+struct ArrayJobs {
+  std::string array, collect;
+};
+ArrayJobs submit_array_then_collect(const std::string& array_script, const std::string& collect_script);
+
+// After a trial stopped on a signal: when it was Slurm's warning (SIGUSR1, from the
+// --signal line of requeue_lines) inside a Slurm job, requeues this job (the array
+// task) with scontrol so the trial resumes at once from the checkpoint it just wrote,
+// up to sweep.slurm.max_requeues times; returns 0 then, else 130 (the next wave resumes it).
+int requeue_after_warning(const SlurmSettings& settings, int signal);
+
+// The #SBATCH lines that make a trial's array task preemption- and time-limit-safe:
+// --signal=B:USR1@<signal_seconds>, --requeue, --open-mode=append ("" when signal_seconds is 0).
+std::string requeue_lines(const SlurmSettings& settings);
+
 // "0-3,5,7-9"
 std::string array_spec(const std::vector<int>& indices);
 
-// Building blocks of the job scripts (also post-processing's, post/post_run.h):
-std::string shell_quote(const std::string& s);
+// Building blocks of the job scripts (also post-processing's, post/post_run.h;
+// shell_quote, write_script and run_command are launch/process.h's):
 // "#!/bin/bash" and the #SBATCH lines: job name, output, --chdir (the working
 // directory), cpus, and the settings' partition, time, mem, account and extra lines.
 std::string sbatch_header(const SlurmSettings& settings, const std::string& job_name, const std::string& output,
                           int cpus);
-void write_script(const std::string& path, const std::string& text);  // atomically, executable
-// Runs a shell command; returns its stdout (trimmed), or throws prism::Error with its output.
-std::string run_command(const std::string& cmd, const std::string& what);
 
 }  // namespace prism

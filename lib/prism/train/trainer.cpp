@@ -25,7 +25,7 @@
 #include "prism/train/optimizer.h"
 #include "prism/train/position_loss.h"
 #include "prism/train/step.h"
-#include "prism/train/stop_signal.h"
+#include "prism/launch/signals.h"
 #include "prism/train/training_extension.h"
 
 namespace fs = std::filesystem;
@@ -179,6 +179,7 @@ class Loop {
   void record_position_loss();
   std::vector<std::vector<double>> measure_distance();
   bool checkpoint_due(bool stop) const;
+  bool checkpoint_time_due() const;
   void checkpoint();
   void verify_replicas();
   void end_run(const std::string& status, const std::string& message);
@@ -199,6 +200,7 @@ class Loop {
   TrainerState st_;
   std::string config_yaml_;
   std::string last_checkpoint_;
+  Clock::time_point last_checkpoint_time_ = Clock::now();
   std::string init_file_;  // the model.safetensors train.init_from named (a fresh run)
   ThroughputWindow window_;
   TrainSummary sum_;
@@ -228,6 +230,7 @@ TrainSummary Loop::run() {
 // The training loop: one optimizer step per iteration, then the measurements and
 // the checkpoint that are due.
 void Loop::train() {
+  last_checkpoint_time_ = Clock::now();
   if (st_.step == 0) measure(0, /*force=*/true);
   while (st_.step < c_.train.max_steps) {
     const auto t0 = Clock::now();
@@ -257,13 +260,13 @@ void Loop::train() {
     log_progress(r, lr, dt);
     const bool stop = group_->any(stop_requested());  // a signal to any rank stops them all after this step
     measure(st_.step, /*force=*/false);
-    if (checkpoint_due(stop)) {
+    if (checkpoint_due(stop) || checkpoint_time_due()) {
       verify_replicas();
       checkpoint();
     }
     if (stop)
       return end_run("interrupted",
-                     fmt::format("stopped by signal {} after step {}; continue with --resume", stop_signal(), st_.step));
+                     fmt::format("stopped by {} after step {}; continue with --resume", signal_name(stop_signal()), st_.step));
   }
 }
 
@@ -572,7 +575,16 @@ bool Loop::checkpoint_due(bool stop) const {
          st_.step == c_.train.max_steps || stop;
 }
 
+// train.checkpoint_minutes of wall clock since the last checkpoint (or this process's start of
+// training): every rank's clock is asked, so the ranks checkpoint at the same step.
+bool Loop::checkpoint_time_due() const {
+  if (c_.train.checkpoint_minutes <= 0) return false;
+  const double minutes = std::chrono::duration<double>(Clock::now() - last_checkpoint_time_).count() / 60.0;
+  return group_->any(minutes >= c_.train.checkpoint_minutes);
+}
+
 void Loop::checkpoint() {
+  last_checkpoint_time_ = Clock::now();
   st_.loader = data_.train->state();
   CheckpointExtra extra;
   if (ext_) extra = ext_->state();
