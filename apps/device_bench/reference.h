@@ -1,7 +1,7 @@
 #pragma once
 // Ground truth for the kernel checks: causal attention in float64 with the explicit
 // T x T probabilities, and attention distance straight from its definition
-// sum_j p_ij (i - j) (DESIGN.md). Differentiable, so autograd gives dq, dk, dv.
+// sum_j p_ij (i - j) (docs/analysis.md, section 1). Differentiable, so autograd gives dq, dk, dv.
 #include <torch/torch.h>
 
 #include <cmath>

@@ -1,6 +1,6 @@
 #pragma once
 // Writing a file so that a crash, a kill or a full disk never leaves a partial
-// result under its final name (DESIGN.md: write to a temp name, then rename).
+// result under its final name (docs/development.md: write to a temp name, then rename).
 // Plain C++ and POSIX, no LibTorch: the torch-free core uses it too.
 #include <string>
 

@@ -1,5 +1,5 @@
 #pragma once
-// DistanceProfile: attention distance (DESIGN.md) of one model on held-out
+// DistanceProfile: attention distance (docs/analysis.md, section 1) of one model on held-out
 // tokens, kept per batch (for confidence intervals over batches) and per
 // query-position bin (the distance grows with the query position, so a plain
 // mean hides where it changes), and beside it the distance normalised by the

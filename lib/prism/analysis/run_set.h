@@ -1,6 +1,6 @@
 #pragma once
 // The runs an analysis reads, from what the user names: a run.h5, a run
-// directory, or a sweep directory (DESIGN.md: one folder per trial with its
+// directory, or a sweep directory (docs/sweeps.md: one folder per trial with its
 // run.h5, and summary.csv indexing the trials). With summary.csv the trials
 // are its rows (their run_dir column, the highest rung under halving) and its
 // columns travel with them; without it every run.h5 below the directory is a run.

@@ -1,5 +1,5 @@
 #pragma once
-// RunReader: read-only access to a run.h5 (DESIGN.md's schema) for exports,
+// RunReader: read-only access to a run.h5 (run_store.h's schema) for exports,
 // analyses and plots. It opens the file in SWMR-read mode, so it reads a run
 // that is still training, one that was killed, and a finished one alike; each
 // series is cut at len(<group>/step), the rows complete in every column.

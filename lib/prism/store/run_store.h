@@ -1,6 +1,7 @@
 #pragma once
-// RunStore: one HDF5 file per run (run.h5), with the schema of DESIGN.md,
-// appended and flushed as the run goes, readable by h5py while it is written.
+// RunStore: one HDF5 file per run (run.h5), with the groups its methods below
+// name (/train, /val, /attention, ...; docs/training.md reads it), appended
+// and flushed as the run goes, readable by h5py while it is written.
 //
 // How it stays readable and crash-safe: the file uses the HDF5 1.10 format and
 // SWMR mode (single writer, multiple readers). Every dataset is created up

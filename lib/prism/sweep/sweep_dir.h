@@ -1,5 +1,5 @@
 #pragma once
-// The sweep directory of DESIGN.md and what keeps it consistent:
+// The sweep directory (docs/sweeps.md) and what keeps it consistent:
 //
 //   <dir>/sweep.yaml          the resolved plan (plan.h); a rerun must match it
 //   <dir>/sweep.lock          held by the runner (exclusive) or Slurm tasks (shared)
