@@ -198,7 +198,9 @@ int run_slurm_task(const SweepPlan& plan, const std::string& dir, int index, int
   lo.own_process_group = false;  // Slurm signals the task's process group: the trainer gets it once
   const auto report = launch_local(stage_runs(plan, dir, one, false), lo);
   if (report.failed > 0) return 1;
-  if (report.interrupted > 0 || report.stopped) return requeue_after_warning(plan.settings.slurm, report.signal);
+  // Only a trial that stopped short is requeued: one that completed as the warning came needs nothing more.
+  if (report.interrupted > 0) return requeue_after_warning(plan.settings.slurm, report.signal);
+  if (report.stopped) return 130;
   return 0;
 }
 
