@@ -1,16 +1,11 @@
 #include "prism/sweep/local_launcher.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
-#include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -23,8 +18,6 @@
 #include "prism/launch/signals.h"
 #include "prism/sweep/run_result.h"
 #include "prism/sweep/sweep_dir.h"
-
-extern char** environ;
 
 namespace fs = std::filesystem;
 
@@ -67,7 +60,6 @@ struct Active {
   pid_t pid = -1;
   Clock::time_point start;
   bool timed_out = false;
-  bool usr1_sent = false;  // SIGUSR1 passed on (once)
   Clock::time_point kill_at;
   RunRecord record;
   std::string log_path;
@@ -113,7 +105,7 @@ class LocalLauncher {
   // A signal to the launcher stops it: no new runs, and the running ones are asked to checkpoint and stop.
   // SIGINT/SIGTERM: one SIGTERM per signal to each trial's own process group (the second is immediate);
   // without groups of their own the trials got it with ours. SIGUSR1, which Slurm sends to the job's
-  // shell alone ahead of a time limit (--signal=B:USR1@T), is passed on to each trial once.
+  // shell alone ahead of a time limit (--signal=B:USR1@T), is passed on to each trial.
   void handle_signals() {
     const int seen = signals_.count();
     if (seen <= signals_seen_) return;
@@ -129,10 +121,7 @@ class LocalLauncher {
     report_.stopped = true;
     report_.signal = signals_.last();
     for (auto& a : active_) {
-      if (new_usr1 && !a.usr1_sent) {
-        kill(a.pid, SIGUSR1);
-        a.usr1_sent = true;
-      }
+      if (new_usr1) kill(a.pid, SIGUSR1);  // a trainer ignores a repeated USR1 (launch/signals.h)
       if (o_.own_process_group)
         for (int i = 0; i < others; ++i) kill(-a.pid, SIGTERM);
     }
