@@ -319,3 +319,14 @@ TEST_CASE("only launch/signals.cpp installs signal handlers", "[layout]") {
   CHECK(problems == "");
   CHECK(found >= 2);
 }
+
+TEST_CASE("only launch/ waits for children: one process pool for sweeps and post-processing", "[layout]") {
+  // launch/pool.cpp reaps, times out and stops a pool's children; launch/process.cpp waits for a child
+  // that failed to exec. A second hand-written pool loop would be a second set of rules for timeouts and signals.
+  static const std::regex waits(R"(\b(waitpid|wait4|waitid)\s*\()");
+  size_t found = 0;
+  const std::string problems = lines_matching(waits, {"launch/pool.cpp", "launch/process.cpp"}, found);
+  INFO("Fix: run children through launch/pool.h (run_pool) instead of a waitpid loop of your own");
+  CHECK(problems == "");
+  CHECK(found >= 2);
+}

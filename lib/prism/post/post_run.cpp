@@ -6,16 +6,14 @@
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <filesystem>
 #include <map>
 #include <sstream>
-#include <thread>
 
 #include "prism/atomic_file.h"
 #include "prism/error.h"
-#include "prism/launch/signals.h"
+#include "prism/launch/pool.h"
+#include "prism/launch/process.h"
 #include "prism/model/placement.h"
 #include "prism/post/post_settings.h"
 #include "prism/post/post_trial.h"
@@ -29,8 +27,6 @@ namespace fs = std::filesystem;
 
 namespace prism {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 void say(const std::function<void(const std::string&)>& to, const std::string& text) {
   if (to) to(text);
@@ -79,14 +75,6 @@ int threads_each(const PostRequest& r, const Setup& s, int jobs) {
   return threads_per_trial(r.threads ? *r.threads : s.plan.settings.threads, jobs);
 }
 
-// One trial as a child process, its output appended to <run dir>/post.log.
-struct Child {
-  const Trial* trial;
-  pid_t pid;
-  Clock::time_point start;
-  bool timed_out = false;
-};
-
 // Marks the steps a killed or crashed trial process left "running" as failed.
 void record_abnormal_end(const Setup& s, const std::string& dir, const Trial& t, const std::string& why) {
   const std::string run = final_run_dir(s.plan, dir, t);
@@ -102,59 +90,42 @@ void record_abnormal_end(const Setup& s, const std::string& dir, const Trial& t,
   if (changed) write_post_record(run, rec);
 }
 
-// Runs the trials with work as child processes, `jobs` at a time. Returns true
-// unless a signal stopped it.
+// Runs the trials with work as child processes (launch/pool.h), `jobs` at a time, each one's output
+// appended to <run dir>/post.log. Returns true unless a signal stopped it.
 bool run_children(const PostRequest& r, const Setup& s, const std::vector<const Trial*>& work, int jobs, int threads) {
   const std::string prism = r.prism.empty() ? self_executable() : r.prism;
-  SignalScope stop;  // INT, TERM or USR1: no more trials; the running ones are asked to stop
-  std::vector<Child> active;
-  size_t next = 0;
   const size_t width = std::to_string(work.size()).size();
   size_t started = 0;
-  int signals_seen = 0;
-  while (next < work.size() || !active.empty()) {
-    if (const int seen = stop.count(); seen > signals_seen) {
-      signals_seen = seen;
-      next = work.size();
-      for (const auto& c : active) kill(c.pid, SIGTERM);  // one per signal received
-    }
-    while (next < work.size() && static_cast<int>(active.size()) < jobs) {
-      const Trial& t = *work[next++];
-      const std::string run = final_run_dir(s.plan, r.dir, t);
-      std::vector<std::string> args{"sweep", r.dir, "--post", s.post_yaml, "--task-index", std::to_string(t.index)};
-      if (!r.retry_failed) args.push_back("--no-retry");
-      const pid_t pid = spawn_prism(prism, args, (fs::path(run) / "post.log").string(), threads, false);
-      active.push_back({&t, pid, Clock::now()});
-      say(r.note, fmt::format("[{:>{}}/{}] post    {} ({} thread{})\n", ++started, width, work.size(), t.name, threads,
-                              threads == 1 ? "" : "s"));
-    }
-    for (size_t i = 0; i < active.size();) {
-      Child& c = active[i];
-      int status = 0;
-      if (waitpid(c.pid, &status, WNOHANG) == c.pid) {
-        const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        const double secs = std::chrono::duration<double>(Clock::now() - c.start).count();
-        const std::string log = (fs::path(final_run_dir(s.plan, r.dir, *c.trial)) / "post.log").string();
-        if (c.timed_out) record_abnormal_end(s, r.dir, *c.trial, fmt::format("timed out after {:.0f} s", r.timeout_s));
-        else if (WIFSIGNALED(status))
-          record_abnormal_end(s, r.dir, *c.trial, fmt::format("the trial process ended by signal {} (log: {})",
-                                                              WTERMSIG(status), log));
-        say(r.note, fmt::format("        {} {} after {:.1f} s{}\n", c.trial->name,
-                                code == 0 ? "done" : code == 1 ? "had failures" : fmt::format("ended with {}", code),
-                                secs, code == 0 ? "" : fmt::format(" (log: {})", log)));
-        active.erase(active.begin() + static_cast<long>(i));
-        continue;
-      }
-      if (r.timeout_s > 0 && !c.timed_out &&
-          std::chrono::duration<double>(Clock::now() - c.start).count() > r.timeout_s) {
-        c.timed_out = true;
-        kill(c.pid, SIGKILL);  // a post step keeps nothing half-done worth a grace period
-      }
-      ++i;
-    }
-    if (!active.empty() || next < work.size()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return stop.count() == 0;
+  const auto log_of = [&](const Trial& t) { return (fs::path(final_run_dir(s.plan, r.dir, t)) / "post.log").string(); };
+  PoolOptions pool;
+  pool.jobs = jobs;
+  pool.timeout_s = r.timeout_s;  // then SIGKILL: a post step keeps nothing half-done worth a grace period
+  PoolHooks hooks;
+  hooks.start = [&](size_t i) -> std::optional<pid_t> {
+    const Trial& t = *work[i];
+    std::vector<std::string> args{"sweep", r.dir, "--post", s.post_yaml, "--task-index", std::to_string(t.index)};
+    if (!r.retry_failed) args.push_back("--no-retry");
+    const pid_t pid = spawn_prism(prism, args, log_of(t), threads, false);
+    say(r.note, fmt::format("[{:>{}}/{}] post    {} ({} thread{})\n", ++started, width, work.size(), t.name, threads,
+                            threads == 1 ? "" : "s"));
+    return pid;
+  };
+  hooks.finished = [&](const PoolChild& c, int status) {
+    const Trial& t = *work[c.item];
+    const int code = exit_code(status);
+    const std::string log = log_of(t);
+    if (c.timed_out) record_abnormal_end(s, r.dir, t, fmt::format("timed out after {:.0f} s", r.timeout_s));
+    else if (WIFSIGNALED(status))
+      record_abnormal_end(s, r.dir, t, fmt::format("the trial process ended by signal {} (log: {})", WTERMSIG(status), log));
+    say(r.note, fmt::format("        {} {} after {:.1f} s{}\n", t.name,
+                            code == 0 ? "done" : code == 1 ? "had failures" : fmt::format("ended with {}", code),
+                            c.seconds(), code == 0 ? "" : fmt::format(" (log: {})", log)));
+  };
+  // INT, TERM or USR1: no more trials; the running ones are asked to stop.
+  hooks.stop = [](const std::vector<PoolChild>& running, const PoolSignals&) {
+    for (const auto& c : running) kill(c.pid, SIGTERM);
+  };
+  return !run_pool(work.size(), pool, hooks).stopped;
 }
 
 // The summary table: one row per trial, one column per step.

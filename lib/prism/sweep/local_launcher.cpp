@@ -3,18 +3,17 @@
 #include <fmt/format.h>
 #include <signal.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <optional>
-#include <thread>
 
 #include "prism/atomic_file.h"
 #include "prism/error.h"
+#include "prism/launch/pool.h"
 #include "prism/launch/signals.h"
 #include "prism/sweep/run_result.h"
 #include "prism/sweep/sweep_dir.h"
@@ -24,10 +23,6 @@ namespace fs = std::filesystem;
 namespace prism {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 std::string last_error_line(const std::string& log, std::streamoff from) {
   std::ifstream in(log);
@@ -53,14 +48,8 @@ int64_t checkpoint_step(const std::string& ckpt) {
 
 namespace {
 
-// One run in progress: its child process, its attempt's record and its lock.
+// One run in progress: its attempt's record and its lock (the pool has its process).
 struct Active {
-  const TrialRun* run = nullptr;
-  size_t position = 0;
-  pid_t pid = -1;
-  Clock::time_point start;
-  bool timed_out = false;
-  Clock::time_point kill_at;
   RunRecord record;
   std::string log_path;
   std::streamoff log_offset = 0;
@@ -70,26 +59,31 @@ struct Active {
 // How a run starts: from scratch, from its checkpoint, or over a run that left nothing to resume.
 enum class StartMode { Fresh, Resume, Restart };
 
-int exit_code(int wait_status) {
-  return WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : 128 + WTERMSIG(wait_status);
-}
-
-// What launch_local does: starts runs up to `jobs` at once, reaps them, stops
-// them at a timeout or a signal, and keeps each run's record and the report.
+// What launch_local does: the runs through a process pool (launch/pool.h), each
+// run's start decided from what its directory holds, its record kept, and the report.
 class LocalLauncher {
  public:
   LocalLauncher(const std::vector<TrialRun>& runs, const LaunchOptions& o)
-      : runs_(runs), o_(o), prism_(o.prism.empty() ? self_executable() : o.prism), jobs_(std::max(1, o.jobs)),
+      : runs_(runs), o_(o), prism_(o.prism.empty() ? self_executable() : o.prism),
         width_(static_cast<int>(std::to_string(runs.size()).size())) {}
 
   LaunchReport run() {
-    while (next_ < runs_.size() || !active_.empty()) {
-      handle_signals();
-      while (!stopping_ && next_ < runs_.size() && static_cast<int>(active_.size()) < jobs_) start(next_++);
-      if (stopping_) next_ = runs_.size();
-      poll();
-      if (!active_.empty() || next_ < runs_.size()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    PoolOptions pool;
+    pool.jobs = o_.jobs;
+    pool.timeout_s = o_.timeout_s;
+    pool.grace_s = o_.grace_s;
+    pool.signal_group = o_.own_process_group;  // a trial with its own group is signalled as a whole
+    PoolHooks hooks;
+    hooks.start = [this](size_t pos) { return start(pos); };
+    hooks.finished = [this](const PoolChild& c, int status) { finish(c, status); };
+    hooks.timed_out = [this](const PoolChild& c) {
+      log(fmt::format("{} timeout {} after {:.0f} s: asking it to checkpoint and stop", tag(c.item), runs_[c.item].label,
+                      o_.timeout_s));
+    };
+    hooks.stop = [this](const std::vector<PoolChild>& running, const PoolSignals& s) { stop(running, s); };
+    const PoolResult r = run_pool(runs_.size(), pool, hooks);
+    report_.stopped = r.stopped;
+    report_.signal = r.signal;
     return report_;
   }
 
@@ -99,34 +93,22 @@ class LocalLauncher {
     else std::cout << s << std::endl;
   }
   std::string tag(size_t pos) const { return fmt::format("[{:>{}}/{}]", pos + 1, width_, runs_.size()); }
-  // A trial with its own process group is signalled as a whole (anything it started goes too).
-  pid_t group(pid_t pid) const { return o_.own_process_group ? -pid : pid; }
 
   // A signal to the launcher stops it: no new runs, and the running ones are asked to checkpoint and stop.
   // SIGINT/SIGTERM: one SIGTERM per signal to each trial's own process group (the second is immediate);
   // without groups of their own the trials got it with ours. SIGUSR1, which Slurm sends to the job's
   // shell alone ahead of a time limit (--signal=B:USR1@T), is passed on to each trial.
-  void handle_signals() {
-    const int seen = signals_.count();
-    if (seen <= signals_seen_) return;
-    const int usr1 = signals_.count_of(SIGUSR1);
-    const bool new_usr1 = usr1 > usr1_seen_;
-    const int others = (seen - usr1) - (signals_seen_ - usr1_seen_);
-    signals_seen_ = seen;
-    usr1_seen_ = usr1;
-    if (!stopping_)
+  void stop(const std::vector<PoolChild>& running, const PoolSignals& s) {
+    if (s.first)
       log(fmt::format("prism sweep: {}: stopping: running trials checkpoint and stop; rerun the sweep to continue",
-                      signal_name(signals_.last())));
+                      signal_name(s.last)));
     stopping_ = true;
-    report_.stopped = true;
-    report_.signal = signals_.last();
-    for (auto& a : active_) {
-      if (new_usr1) kill(a.pid, SIGUSR1);  // a trainer ignores a repeated USR1 (launch/signals.h)
+    for (const auto& c : running) {
+      if (s.usr1 > 0) kill(c.pid, SIGUSR1);  // a trainer ignores a repeated USR1 (launch/signals.h)
       if (o_.own_process_group)
-        for (int i = 0; i < others; ++i) kill(-a.pid, SIGTERM);
+        for (int i = 0; i < s.others; ++i) kill(-c.pid, SIGTERM);
     }
   }
-
   // How the run at `pos` starts, or nothing when it is skipped (logged and counted).
   std::optional<StartMode> start_mode(size_t pos, const RunInspection& ins) {
     const TrialRun& run = runs_[pos];
@@ -164,21 +146,19 @@ class LocalLauncher {
     return args;
   }
 
-  void start(size_t pos) {
+  std::optional<pid_t> start(size_t pos) {
     const TrialRun& run = runs_[pos];
     fs::create_directories(run.dir);
     const RunInspection ins = inspect_run(run.dir);
     const std::optional<StartMode> mode = start_mode(pos, ins);
-    if (!mode) return;
+    if (!mode) return std::nullopt;
     Active a;
-    a.run = &run;
-    a.position = pos;
     try {
       a.lock = std::make_unique<SweepLock>(SweepLock::acquire((fs::path(run.dir) / ".run.lock").string(),
                                                               SweepLock::Mode::Exclusive, 0, "running this trial"));
     } catch (const Error&) {
       log(fmt::format("{} skip    {} (another process is running it)", tag(pos), run.label));
-      return;
+      return std::nullopt;
     }
     const std::vector<std::string> args = train_command(run, *mode);
     a.log_path = (fs::path(run.dir) / "train.log").string();
@@ -191,47 +171,21 @@ class LocalLauncher {
     a.record.finished.clear();
     a.record.threads = o_.threads;
     write_record(run.dir, a.record);
-    a.start = Clock::now();
-    a.pid = spawn_prism(prism_, args, a.log_path, o_.threads, o_.own_process_group);
+    const pid_t pid = spawn_prism(prism_, args, a.log_path, o_.threads, o_.own_process_group);
     const bool resume = *mode == StartMode::Resume;
     log(fmt::format("{} {} {} ({}{} thread{})", tag(pos), resume ? "resume " : "start  ", run.label,
                     resume ? fmt::format("from step {}, ", checkpoint_step(*ins.checkpoint)) : "", o_.threads,
                     o_.threads == 1 ? "" : "s"));
-    active_.push_back(std::move(a));
-  }
-
-  // Reaps the runs that ended; asks those past the timeout to stop, and kills them after the grace period.
-  void poll() {
-    for (size_t i = 0; i < active_.size();) {
-      int status = 0;
-      if (waitpid(active_[i].pid, &status, WNOHANG) == active_[i].pid) {
-        finish(active_[i], status);
-        active_.erase(active_.begin() + static_cast<long>(i));
-        continue;
-      }
-      enforce_timeout(active_[i]);
-      ++i;
-    }
-  }
-
-  void enforce_timeout(Active& a) {
-    if (o_.timeout_s > 0 && !a.timed_out && seconds(Clock::now() - a.start) > o_.timeout_s) {
-      a.timed_out = true;
-      a.kill_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o_.grace_s));
-      log(fmt::format("{} timeout {} after {:.0f} s: asking it to checkpoint and stop", tag(a.position), a.run->label,
-                      o_.timeout_s));
-      kill(group(a.pid), SIGTERM);
-    } else if (a.timed_out && Clock::now() > a.kill_at) {
-      kill(group(a.pid), SIGKILL);
-      a.kill_at = Clock::now() + std::chrono::hours(1);
-    }
+    active_.emplace(pos, std::move(a));
+    return pid;
   }
 
   // Records how a run ended (trial.json), counts it, and tells on_finished.
-  void finish(Active& a, int wait_status) {
-    const TrialRun& run = *a.run;
+  void finish(const PoolChild& c, int wait_status) {
+    const TrialRun& run = runs_[c.item];
+    Active& a = active_.at(c.item);
     const int code = exit_code(wait_status);
-    const double elapsed = seconds(Clock::now() - a.start);
+    const double elapsed = c.seconds();
     const RunInspection ins = inspect_run(run.dir);
     a.record.exit_code = code;
     a.record.wall_s += elapsed;
@@ -241,66 +195,61 @@ class LocalLauncher {
       result = read_run_result((fs::path(run.dir) / "run.h5").string());
     const int64_t steps = result ? result->steps : 0;
     if (code == 0 && ins.h5_status == "completed") {
-      completed(a, *result, elapsed);
-    } else if (a.timed_out) {
-      timed_out(a, steps, ins.checkpoint.has_value(), elapsed);
+      completed(c.item, a, *result, elapsed);
+    } else if (c.timed_out) {
+      timed_out(c.item, a, steps, ins.checkpoint.has_value(), elapsed);
     } else if (stopping_ || code == 130 || code == 128 + SIGTERM || code == 128 + SIGINT || code == 128 + SIGUSR1 ||
                ins.h5_status == "interrupted") {
-      interrupted(a, steps, ins.checkpoint.has_value());
+      interrupted(c.item, a, steps, ins.checkpoint.has_value());
     } else {
-      failed(a, wait_status);
+      failed(c.item, a, wait_status);
     }
     write_record(run.dir, a.record);
-    a.lock.reset();
+    active_.erase(c.item);  // and its lock
     if (o_.on_finished) o_.on_finished(run);
   }
 
-  void completed(Active& a, const RunResult& result, double elapsed) {
+  void completed(size_t pos, Active& a, const RunResult& result, double elapsed) {
     a.record.status = "completed";
     ++report_.completed;
-    log(fmt::format("{} done    {}  val loss {:.4f} (best {:.4f}), {:.1f} s", tag(a.position), a.run->label,
+    log(fmt::format("{} done    {}  val loss {:.4f} (best {:.4f}), {:.1f} s", tag(pos), runs_[pos].label,
                     result.final_val_loss(), result.best_val_loss(), elapsed));
   }
 
-  void timed_out(Active& a, int64_t steps, bool has_checkpoint, double elapsed) {
+  void timed_out(size_t pos, Active& a, int64_t steps, bool has_checkpoint, double elapsed) {
     a.record.status = "failed";
     a.record.message = fmt::format("timed out after {:.0f} s (timeout {:.0f} s) at step {}{}", elapsed, o_.timeout_s,
                                    steps, has_checkpoint ? "; its checkpoint is kept and --retry-failed resumes it" : "");
     ++report_.failed;
-    log(fmt::format("{} FAILED  {}: {}", tag(a.position), a.run->label, a.record.message));
+    log(fmt::format("{} FAILED  {}: {}", tag(pos), runs_[pos].label, a.record.message));
   }
 
   // We asked it to stop (or someone else did): whatever its exit, its checkpoints decide the resume.
-  void interrupted(Active& a, int64_t steps, bool has_checkpoint) {
+  void interrupted(size_t pos, Active& a, int64_t steps, bool has_checkpoint) {
     a.record.status = "interrupted";
     a.record.message = stopping_ ? "stopped with the sweep; the next run of the sweep resumes it"
                                  : "stopped by a signal; the next run of the sweep resumes it";
     ++report_.interrupted;
-    log(fmt::format("{} stopped {} at step {} ({})", tag(a.position), a.run->label, steps,
+    log(fmt::format("{} stopped {} at step {} ({})", tag(pos), runs_[pos].label, steps,
                     has_checkpoint ? "checkpoint kept" : "no checkpoint yet"));
   }
 
-  void failed(Active& a, int wait_status) {
+  void failed(size_t pos, Active& a, int wait_status) {
     a.record.status = "failed";
     const std::string line = last_error_line(a.log_path, a.log_offset);
     a.record.message = WIFSIGNALED(wait_status)
                            ? fmt::format("crashed (signal {}){}", WTERMSIG(wait_status), line.empty() ? "" : ": " + line)
                            : fmt::format("exit code {}: {}", exit_code(wait_status), line.empty() ? "no output" : line);
     ++report_.failed;
-    log(fmt::format("{} FAILED  {}: {} (log: {})", tag(a.position), a.run->label, a.record.message, a.log_path));
+    log(fmt::format("{} FAILED  {}: {} (log: {})", tag(pos), runs_[pos].label, a.record.message, a.log_path));
   }
 
   const std::vector<TrialRun>& runs_;
   const LaunchOptions& o_;
   const std::string prism_;
-  const int jobs_;
-  const int width_;                // digits of the run count, for the [i/n] tags
-  SignalScope signals_;            // counts SIGINT, SIGTERM and SIGUSR1 while the launcher runs
-  int signals_seen_ = 0;
-  int usr1_seen_ = 0;
-  bool stopping_ = false;
-  std::vector<Active> active_;
-  size_t next_ = 0;                // the next run to start
+  const int width_;                 // digits of the run count, for the [i/n] tags
+  bool stopping_ = false;           // a signal stopped the launcher
+  std::map<size_t, Active> active_;  // by the run's position
   LaunchReport report_;
 };
 
