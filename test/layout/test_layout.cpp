@@ -330,3 +330,14 @@ TEST_CASE("only launch/ waits for children: one process pool for sweeps and post
   CHECK(problems == "");
   CHECK(found >= 2);
 }
+
+TEST_CASE("only launch/slurm.cpp calls sbatch or scontrol: one Slurm submitter", "[layout]") {
+  // A sweep's waves and post-processing's jobs submit through launch/slurm.h (submit_array_then_collect,
+  // requeue_after_warning); a command line of their own would be a second place to learn Slurm's quirks.
+  static const std::regex calls(R"rx("(sbatch|scontrol|squeue|scancel|srun)\b)rx");
+  size_t found = 0;
+  const std::string problems = lines_matching(calls, {"launch/slurm.cpp"}, found);
+  INFO("Fix: submit through launch/slurm.h");
+  CHECK(problems == "");
+  CHECK(found >= 3);
+}

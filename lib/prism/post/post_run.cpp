@@ -19,7 +19,7 @@
 #include "prism/post/post_trial.h"
 #include "prism/sweep/local_launcher.h"
 #include "prism/sweep/plan.h"
-#include "prism/sweep/slurm.h"
+#include "prism/launch/slurm.h"
 #include "prism/sweep/sweep.h"
 #include "prism/sweep/sweep_dir.h"
 

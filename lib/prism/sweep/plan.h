@@ -28,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "prism/launch/slurm.h"
 #include "prism/schedule/head_schedule.h"
 
 namespace prism {
@@ -45,30 +46,6 @@ struct HalvingSettings {
   // of the grid's seeds (paired across configurations); the last rung runs every
   // seed, so its comparison has the study's full power. 0: every seed everywhere.
   int rung_seeds = 0;
-};
-
-// The jobs that keep the books (collect a wave, rebuild the index, submit the next one,
-// print the table): seconds of CPU work that must never hold the trials' GPUs. They get
-// their own resources, sweep.slurm.collect, and not sweep.slurm.extra (where --gres lives).
-struct SlurmCollect {
-  std::string partition;           // "": the cluster's default partition, not the trials'
-  std::string time = "00:30:00", mem = "2G";
-  int cpus = 1;
-  std::vector<std::string> extra;  // more #SBATCH lines for these jobs only
-};
-
-struct SlurmSettings {
-  std::string partition, time, mem, account;
-  int cpus_per_task = 0;       // 0: the sweep's threads per trial
-  int max_parallel = 0;        // array throttle (%N), 0 = none
-  int max_waves = 20;          // resubmissions of interrupted work before giving up
-  // Trials ask Slurm for SIGUSR1 this many seconds before their time limit
-  // (--signal=B:USR1@N; Slurm may send it up to 60 s earlier): the trial checkpoints,
-  // stops, and its array task requeues itself at once. 0: no signal, no requeue.
-  int signal_seconds = 120;
-  int max_requeues = 50;       // requeues of one array task before leaving it to the next wave
-  SlurmCollect collect;
-  std::vector<std::string> extra;  // more #SBATCH lines, e.g. "--qos=short"
 };
 
 // What a dry run states about cost: training FLOPs come from the cost model;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "prism/launch/process.h"
+#include "prism/launch/slurm.h"
 #include "prism/sweep/plan.h"
 #include "prism/sweep/sweep.h"
 
@@ -44,37 +45,5 @@ SlurmSubmission submit_to_slurm(const SweepPlan& plan, const SlurmOptions& optio
 // One array task: runs trial `index` at rung `rung` here. Returns the exit code.
 int run_slurm_task(const SweepPlan& plan, const std::string& dir, int index, int rung, const std::string& prism,
                    RetryPolicy retry);
-
-// The header of a bookkeeping job (collection, index, next wave, table): sweep.slurm.collect's
-// partition, time, memory, CPUs and extra lines with the sweep's account; never the trials'
-// partition or extra lines (their GPUs).
-std::string collect_header(const SlurmSettings& settings, const std::string& job_name, const std::string& output);
-
-// Submits an array job, then its collection job to start once every task has ended
-// (--dependency=afterany). Returns their job ids; throws prism::Error with sbatch's words.
-struct ArrayJobs {
-  std::string array, collect;
-};
-ArrayJobs submit_array_then_collect(const std::string& array_script, const std::string& collect_script);
-
-// After a trial stopped on a signal: when it was Slurm's warning (SIGUSR1, from the
-// --signal line of requeue_lines) inside a Slurm job, requeues this job (the array
-// task) with scontrol so the trial resumes at once from the checkpoint it just wrote,
-// up to sweep.slurm.max_requeues times; returns 0 then, else 130 (the next wave resumes it).
-int requeue_after_warning(const SlurmSettings& settings, int signal);
-
-// The #SBATCH lines that make a trial's array task preemption- and time-limit-safe:
-// --signal=B:USR1@<signal_seconds>, --requeue, --open-mode=append ("" when signal_seconds is 0).
-std::string requeue_lines(const SlurmSettings& settings);
-
-// "0-3,5,7-9"
-std::string array_spec(const std::vector<int>& indices);
-
-// Building blocks of the job scripts (also post-processing's, post/post_run.h;
-// shell_quote, write_script and run_command are launch/process.h's):
-// "#!/bin/bash" and the #SBATCH lines: job name, output, --chdir (the working
-// directory), cpus, and the settings' partition, time, mem, account and extra lines.
-std::string sbatch_header(const SlurmSettings& settings, const std::string& job_name, const std::string& output,
-                          int cpus);
 
 }  // namespace prism
