@@ -180,6 +180,12 @@ TEST_CASE("a study end to end: sweep, post-processing with a failure and a resum
   INFO(h5.output);
   REQUIRE(h5.exit_code == 0);
   CHECK_THAT(h5.output, Catch::Contains("\"final_loss\": 2") && Catch::Contains("\"delta\": 12"));
+  // Every comparison's interval, p, MDE, TOST and verdict recompute from the CSVs with scipy
+  // (scripts/report-check.py, what a reader runs on a committed report).
+  auto recheck = run(fmt::format("'{}' '{}' '{}'", PRISM_PYTHON, source_path("scripts/report-check.py"), rep));
+  INFO(recheck.output);
+  CHECK(recheck.exit_code == 0);
+  CHECK_THAT(recheck.output, Catch::Contains("ok: 1 rows"));
   CHECK(cell(loss, 0, "schedule") == "uniform");
   CHECK(cell(loss, 1, "schedule") == paper_schedule);
   const auto& u = final_val["uniform"];
