@@ -2,6 +2,8 @@
 // names, sweep.yaml, and the bad inputs that must fail before anything runs.
 #include <catch2/catch.hpp>
 
+#include <yaml-cpp/yaml.h>
+
 #include <filesystem>
 
 #include "prism/config/compose.h"
@@ -134,6 +136,48 @@ TEST_CASE("sweep.yaml round-trips the plan, its definition ignores how it runs",
   CHECK(jobs8.definition() == p.definition());
   auto other = plan_sweep(path, {"train.lr=1.0e-3"});
   CHECK(other.definition() != p.definition());
+}
+
+TEST_CASE("sweep.yaml of an older prism reads with today's defaults for the keys it lacks", "[sweep][plan]") {
+  Files f;
+  auto p = plan_sweep(f.write("s.yaml", "sweep:\n  name: old\n  grid:\n    train.seed: [0, 1]\n"));
+  p.settings.halving.noise_k = 1.5;
+  p.settings.slurm.signal_seconds = 300;
+  p.settings.power.sd = 0.02;
+  const std::string now = plan_to_yaml(p);
+  // What sweep.yaml looked like before the noise rule, the time-limit warning, the bookkeeping jobs'
+  // resources, the estimate, power and sequential sections.
+  YAML::Node old = YAML::Load(now);
+  for (const char* k : {"noise_k", "rung_seeds"}) old["settings"]["halving"].remove(k);
+  for (const char* k : {"signal_seconds", "max_requeues", "collect"}) old["settings"]["slurm"].remove(k);
+  for (const char* k : {"estimate", "power", "sequential"}) old["settings"].remove(k);
+  write_file(f.dir.file("old.yaml"), YAML::Dump(old));
+  const auto back = plan_from_yaml(f.dir.file("old.yaml"));
+  CHECK(back.settings.halving.noise_k == 0.0);  // ranked by the mean alone, as it ran
+  CHECK(back.settings.halving.rung_seeds == 0);
+  CHECK(back.settings.slurm.signal_seconds == 120);
+  CHECK(back.settings.slurm.max_requeues == 50);
+  CHECK(back.settings.slurm.collect.time == "00:30:00");
+  CHECK(back.settings.power.sd == 0.0);
+  CHECK(back.settings.jobs == p.settings.jobs);
+  CHECK(names(back) == names(p));
+  // The same file as written today keeps every value.
+  write_file(f.dir.file("now.yaml"), now);
+  const auto same = plan_from_yaml(f.dir.file("now.yaml"));
+  CHECK(same.settings.halving.noise_k == 1.5);
+  CHECK(same.settings.slurm.signal_seconds == 300);
+  CHECK(same.settings.power.sd == 0.02);
+  CHECK(plan_to_yaml(same) == now);
+  // A key every version wrote is required: without it the file is unreadable, and says how to fix it.
+  YAML::Node broken = YAML::Load(now);
+  broken["settings"].remove("jobs");
+  write_file(f.dir.file("broken.yaml"), YAML::Dump(broken));
+  try {
+    plan_from_yaml(f.dir.file("broken.yaml"));
+    FAIL("a sweep.yaml without settings.jobs was read");
+  } catch (const prism::Error& e) {
+    CHECK_THAT(e.what(), Catch::Contains("sweep.yaml is not readable") && Catch::Contains("--force"));
+  }
 }
 
 TEST_CASE("bad sweeps fail before anything runs, naming the file and the key", "[sweep][plan]") {

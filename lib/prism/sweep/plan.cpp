@@ -15,6 +15,7 @@
 #include "prism/folder_name.h"
 #include "prism/schedule/enumerate.h"
 #include "prism/sweep/grid.h"
+#include "prism/sweep/settings_yaml.h"
 
 namespace fs = std::filesystem;
 
@@ -392,59 +393,6 @@ void entry(YAML::Emitter& out, const std::string& key, const Value&... value) {
   (out << ... << value);
 }
 
-void emit_settings(YAML::Emitter& out, const SweepSettings& s) {
-  entry(out, "settings", YAML::BeginMap);
-  entry(out, "baseline", s.baseline);
-  entry(out, "jobs", s.jobs);
-  entry(out, "threads", s.threads);
-  entry(out, "timeout", s.timeout_s);
-  entry(out, "halving", YAML::Flow, YAML::BeginMap);
-  entry(out, "enabled", s.halving.enabled);
-  entry(out, "eta", s.halving.eta);
-  entry(out, "min_steps", s.halving.min_steps);
-  entry(out, "keep_baseline", s.halving.keep_baseline);
-  entry(out, "noise_k", s.halving.noise_k);
-  entry(out, "rung_seeds", s.halving.rung_seeds);
-  out << YAML::EndMap;
-  entry(out, "slurm", YAML::BeginMap);
-  entry(out, "partition", s.slurm.partition);
-  entry(out, "time", s.slurm.time);
-  entry(out, "mem", s.slurm.mem);
-  entry(out, "account", s.slurm.account);
-  entry(out, "cpus_per_task", s.slurm.cpus_per_task);
-  entry(out, "max_parallel", s.slurm.max_parallel);
-  entry(out, "max_waves", s.slurm.max_waves);
-  entry(out, "signal_seconds", s.slurm.signal_seconds);
-  entry(out, "max_requeues", s.slurm.max_requeues);
-  entry(out, "extra", YAML::Flow, s.slurm.extra);
-  entry(out, "collect", YAML::BeginMap);
-  entry(out, "partition", s.slurm.collect.partition);
-  entry(out, "time", s.slurm.collect.time);
-  entry(out, "mem", s.slurm.collect.mem);
-  entry(out, "cpus", s.slurm.collect.cpus);
-  entry(out, "extra", YAML::Flow, s.slurm.collect.extra);
-  out << YAML::EndMap;
-  out << YAML::EndMap;
-  entry(out, "estimate", YAML::BeginMap);
-  entry(out, "tokens_per_s", s.estimate.tokens_per_s);
-  entry(out, "peak_flops", s.estimate.peak_flops);
-  entry(out, "mfu", s.estimate.mfu);
-  entry(out, "device", s.estimate.device);
-  entry(out, "source", s.estimate.source);
-  out << YAML::EndMap;
-  entry(out, "power", YAML::BeginMap);
-  entry(out, "sd", s.power.sd);
-  entry(out, "source", s.power.source);
-  entry(out, "effect", s.power.effect);
-  out << YAML::EndMap;
-  entry(out, "sequential", YAML::BeginMap);
-  entry(out, "first", s.sequential.first);
-  entry(out, "step", s.sequential.step);
-  entry(out, "cap", s.sequential.cap);
-  out << YAML::EndMap;
-  out << YAML::EndMap;
-}
-
 void emit_trial(YAML::Emitter& out, const Trial& t) {
   out << YAML::BeginMap;
   entry(out, "index", t.index);
@@ -474,7 +422,7 @@ std::string plan_to_yaml(const SweepPlan& plan) {
   entry(out, "overrides", YAML::Flow, plan.overrides);
   entry(out, "prism_version", PRISM_VERSION);
   entry(out, "axes", YAML::Flow, plan.axes);
-  emit_settings(out, plan.settings);
+  entry(out, "settings", YAML::Node(plan.settings));
   entry(out, "trials", YAML::BeginSeq);
   for (const auto& t : plan.trials) emit_trial(out, t);
   out << YAML::EndSeq;
@@ -493,55 +441,9 @@ SweepPlan plan_from_yaml(const std::string& path) {
     plan.source = root["source"].as<std::string>();
     plan.overrides = root["overrides"].as<std::vector<std::string>>();
     plan.axes = root["axes"].as<std::vector<std::string>>();
-    const YAML::Node s = root["settings"];
-    plan.settings.name = root["name"].as<std::string>();
-    plan.settings.baseline = s["baseline"].as<bool>();
-    plan.settings.jobs = s["jobs"].as<int>();
-    plan.settings.threads = s["threads"].as<int>();
-    plan.settings.timeout_s = s["timeout"].as<double>();
-    plan.settings.halving.enabled = s["halving"]["enabled"].as<bool>();
-    plan.settings.halving.eta = s["halving"]["eta"].as<int>();
-    plan.settings.halving.min_steps = s["halving"]["min_steps"].as<int64_t>();
-    plan.settings.halving.keep_baseline = s["halving"]["keep_baseline"].as<bool>();
-    // Sweeps made before the noise rule ranked by the mean alone; they keep their decisions.
-    plan.settings.halving.noise_k = s["halving"]["noise_k"] ? s["halving"]["noise_k"].as<double>() : 0.0;
-    plan.settings.halving.rung_seeds = s["halving"]["rung_seeds"] ? s["halving"]["rung_seeds"].as<int>() : 0;
-    const YAML::Node sl = s["slurm"];
-    plan.settings.slurm.partition = sl["partition"].as<std::string>();
-    plan.settings.slurm.time = sl["time"].as<std::string>();
-    plan.settings.slurm.mem = sl["mem"].as<std::string>();
-    plan.settings.slurm.account = sl["account"].as<std::string>();
-    plan.settings.slurm.cpus_per_task = sl["cpus_per_task"].as<int>();
-    plan.settings.slurm.max_parallel = sl["max_parallel"].as<int>();
-    plan.settings.slurm.max_waves = sl["max_waves"].as<int>();
-    // Absent in sweep.yaml files of older versions: they get today's defaults.
-    if (sl["signal_seconds"]) plan.settings.slurm.signal_seconds = sl["signal_seconds"].as<int>();
-    if (sl["max_requeues"]) plan.settings.slurm.max_requeues = sl["max_requeues"].as<int>();
-    if (const YAML::Node c = sl["collect"]) {
-      plan.settings.slurm.collect.partition = c["partition"].as<std::string>();
-      plan.settings.slurm.collect.time = c["time"].as<std::string>();
-      plan.settings.slurm.collect.mem = c["mem"].as<std::string>();
-      plan.settings.slurm.collect.cpus = c["cpus"].as<int>();
-      plan.settings.slurm.collect.extra = c["extra"].as<std::vector<std::string>>();
-    }
-    plan.settings.slurm.extra = sl["extra"].as<std::vector<std::string>>();
-    if (const YAML::Node e = s["estimate"]) {  // absent in sweep.yaml files of older versions
-      plan.settings.estimate.tokens_per_s = e["tokens_per_s"].as<double>();
-      plan.settings.estimate.peak_flops = e["peak_flops"].as<double>();
-      plan.settings.estimate.mfu = e["mfu"].as<double>();
-      plan.settings.estimate.device = e["device"].as<std::string>();
-      plan.settings.estimate.source = e["source"].as<std::string>();
-    }
-    if (const YAML::Node p = s["power"]) {  // absent in sweep.yaml files of older versions
-      plan.settings.power.sd = p["sd"].as<double>();
-      plan.settings.power.source = p["source"].as<std::string>();
-      plan.settings.power.effect = p["effect"].as<double>();
-    }
-    if (const YAML::Node q = s["sequential"]) {  // absent in sweep.yaml files of older versions
-      plan.settings.sequential.first = q["first"].as<int>();
-      plan.settings.sequential.step = q["step"].as<int>();
-      plan.settings.sequential.cap = q["cap"].as<int>();
-    }
+    const std::string name = root["name"].as<std::string>();
+    plan.settings = root["settings"].as<SweepSettings>();
+    plan.settings.name = name;
     for (const auto& n : root["trials"]) {
       Trial t;
       t.index = n["index"].as<int>();
