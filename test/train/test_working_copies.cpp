@@ -406,8 +406,9 @@ TEST_CASE("a working copy whose master changed is written again before use", "[t
   torch::NoGradGuard no_grad;
   AutocastScope autocast(exec);
   const auto plain = model->forward(f.idx[0], f.targets[0]).loss;
-  WorkingCopyScope working(copies);
-  const auto on_copies = model->forward(f.idx[0], f.targets[0]).loss;
+  ForwardOptions on;
+  on.working_copies = copies;
+  const auto on_copies = model->forward(f.idx[0], f.targets[0], on).loss;
   CHECK(on_copies.item<double>() == plain.item<double>());
   for (auto& e : copies->entries()) CHECK(same_bits(e.copy.detach(), e.master.detach().to(torch::kBFloat16)));
 }

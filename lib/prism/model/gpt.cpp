@@ -22,9 +22,9 @@ torch::nn::Linear linear(int64_t in, int64_t out, bool bias) {
 // shape (under autocast, one bf16 addmm). The C++ frontend's Linear::forward
 // does a matmul and then adds the bias over the whole output in a second pass,
 // a mixed-dtype one under autocast (fp32 bias into bf16 output).
-// Inside a training step with bf16 working copies, the weight is its bf16 copy.
-torch::Tensor affine(const torch::nn::Linear& l, const torch::Tensor& x) {
-  return torch::linear(x, working_weight(l->weight), l->bias);
+// With a training step's bf16 working copies, the weight is its bf16 copy.
+torch::Tensor affine(const torch::nn::Linear& l, const torch::Tensor& x, WorkingCopies* copies) {
+  return torch::linear(x, working_weight(copies, l->weight), l->bias);
 }
 }  // namespace
 
@@ -48,9 +48,9 @@ CausalSelfAttentionImpl::CausalSelfAttentionImpl(const ModelConfig& cfg, int n_h
 
 torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x, const attention::Options& attn,
                                                const LayerHeads& heads, const RopeTables* rope,
-                                               torch::Tensor* distance) {
+                                               torch::Tensor* distance, WorkingCopies* copies) {
   const int64_t B = x.size(0), T = x.size(1), C = x.size(2);
-  const auto qkv = affine(c_attn, x);
+  const auto qkv = affine(c_attn, x, copies);
   attention::Options opt = attn;
   opt.dropout_p = is_training() ? dropout : 0.0;
   opt.want_distance = distance != nullptr;
@@ -73,7 +73,7 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x, const att
     y = y * heads.weights[0];
     for (size_t k = 1; k < heads.counts.size(); ++k) y = y + attend(heads.counts[k]) * heads.weights[static_cast<int64_t>(k)];
   }
-  return resid_dropout(affine(c_proj, y));
+  return resid_dropout(affine(c_proj, y, copies));
 }
 
 MLPImpl::MLPImpl(const ModelConfig& cfg) {
@@ -82,9 +82,9 @@ MLPImpl::MLPImpl(const ModelConfig& cfg) {
   dropout = register_module("dropout", torch::nn::Dropout(cfg.dropout));
 }
 
-torch::Tensor MLPImpl::forward(const torch::Tensor& x) {
+torch::Tensor MLPImpl::forward(const torch::Tensor& x, WorkingCopies* copies) {
   // GPT-2's GELU is the tanh approximation; on the CPU the bias and GELU are one fused pass.
-  return dropout(affine(c_proj, linear_gelu(x, working_weight(c_fc->weight), c_fc->bias)));
+  return dropout(affine(c_proj, linear_gelu(x, working_weight(copies, c_fc->weight), c_fc->bias), copies));
 }
 
 BlockImpl::BlockImpl(const ModelConfig& cfg, int n_head) {
@@ -95,10 +95,10 @@ BlockImpl::BlockImpl(const ModelConfig& cfg, int n_head) {
 }
 
 Residual BlockImpl::forward(const Residual& in, const attention::Options& a, const LayerHeads& heads,
-                            const RopeTables* rope, torch::Tensor* distance) {
+                            const RopeTables* rope, torch::Tensor* distance, WorkingCopies* copies) {
   auto [x, normed_1] = ln_1->add_norm(in.x, in.r);  // x = in.x + in.r
-  auto [y, normed_2] = ln_2->add_norm(x, attn(normed_1, a, heads, rope, distance));  // y = x + attn(ln_1(x))
-  return {y, mlp(normed_2)};  // the next LayerNorm adds y + mlp(ln_2(y))
+  auto [y, normed_2] = ln_2->add_norm(x, attn(normed_1, a, heads, rope, distance, copies));  // y = x + attn(ln_1(x))
+  return {y, mlp(normed_2, copies)};  // the next LayerNorm adds y + mlp(ln_2(y))
 }
 
 ForwardOptions ForwardOptions::distance_only(std::optional<attention::Backend> backend) {
@@ -204,17 +204,18 @@ GPTOutput GPTImpl::forward(const torch::Tensor& idx, const torch::Tensor& target
   GPTOutput out;
   if (options.want_distance) out.distance.resize(h->size());
   for (size_t l = 0; l < h->size(); ++l)
-    s = h[l]->as<Block>()->forward(s, attn, heads[l], rope, options.want_distance ? &out.distance[l] : nullptr);
+    s = h[l]->as<Block>()->forward(s, attn, heads[l], rope, options.want_distance ? &out.distance[l] : nullptr,
+                                   options.working_copies);
   if (!options.lm_head) return out;
   auto x = ln_f->add_norm(s.x, s.r).normed;
   if (targets.defined() && options.token_losses) {
-    out.token_loss = lm_head_token_losses(x.reshape({-1, x.size(-1)}), working_weight(wte->weight),
+    out.token_loss = lm_head_token_losses(x.reshape({-1, x.size(-1)}), working_weight(options.working_copies, wte->weight),
                                           targets.reshape({-1}))
                          .view(targets.sizes());
     out.loss = out.token_loss.sum() / (targets >= 0).sum().clamp_min(1).to(torch::kFloat);
   } else if (targets.defined()) {
     // LM head (tied to the token embedding) and loss, by the path that suits the device (lm_loss.h).
-    out.loss = lm_head_loss(x.reshape({-1, x.size(-1)}), working_weight(wte->weight), targets.reshape({-1}));
+    out.loss = lm_head_loss(x.reshape({-1, x.size(-1)}), working_weight(options.working_copies, wte->weight), targets.reshape({-1}));
   } else {
     out.logits = F::linear(x, wte->weight);
   }

@@ -53,8 +53,10 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
   // x: (B, T, C), split into `heads`. rope: the call's rotary tables by head width, or
   // null for learned positions. When `distance` is given (one count only), it receives
   // sum_j p_ij (i - j) as (B, count, T).
+  // copies: the training step's bf16 working copies of the matmul weights, or null (the masters).
   torch::Tensor forward(const torch::Tensor& x, const attention::Options& attn, const LayerHeads& heads,
-                        const RopeTables* rope = nullptr, torch::Tensor* distance = nullptr);
+                        const RopeTables* rope = nullptr, torch::Tensor* distance = nullptr,
+                        WorkingCopies* copies = nullptr);
 
   int n_head, head_dim;  // the layer's own count (the model's schedule) and its width
   double dropout;
@@ -67,7 +69,7 @@ TORCH_MODULE(CausalSelfAttention);
 class MLPImpl : public torch::nn::Module {
  public:
   explicit MLPImpl(const ModelConfig& cfg);
-  torch::Tensor forward(const torch::Tensor& x);
+  torch::Tensor forward(const torch::Tensor& x, WorkingCopies* copies = nullptr);
 
   torch::nn::Linear c_fc{nullptr}, c_proj{nullptr};
   torch::nn::Dropout dropout{nullptr};
@@ -85,8 +87,8 @@ class BlockImpl : public torch::nn::Module {
   BlockImpl(const ModelConfig& cfg, int n_head);
   // nanoGPT's x = x + attn(ln_1(x)); x = x + mlp(ln_2(x)), with each add done by the LayerNorm after it.
   Residual forward(const Residual& in, const attention::Options& attn, const LayerHeads& heads,
-                   const RopeTables* rope = nullptr,
-                   torch::Tensor* distance = nullptr);
+                   const RopeTables* rope = nullptr, torch::Tensor* distance = nullptr,
+                   WorkingCopies* copies = nullptr);
 
   LayerNorm ln_1{nullptr}, ln_2{nullptr};
   CausalSelfAttention attn{nullptr};
@@ -108,6 +110,9 @@ struct ForwardOptions {
   // that divide d_model run (the paper's rules 2-6 are the schedule's business, not
   // the model's); a mixture cannot report distance.
   std::vector<LayerHeads> heads;
+  // The training step's bf16 working copies: each matmul reads a weight's copy in place of
+  // its fp32 master (model/working_copies.h); null: the masters (evaluation, fp32, GPUs).
+  WorkingCopies* working_copies = nullptr;
 
   // A pass for attention distances alone: the blocks run, the LM head (more work than
   // every block at GPT-2's vocabulary) does not.

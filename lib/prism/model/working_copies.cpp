@@ -4,10 +4,6 @@
 
 namespace prism {
 
-namespace {
-thread_local WorkingCopies* active = nullptr;
-}  // namespace
-
 void WorkingCopies::add(const torch::Tensor& master, bool master_read) {
   if (master.scalar_type() != torch::kFloat || !master.is_contiguous() || !master.device().is_cpu() ||
       master.dim() != 2)
@@ -93,12 +89,9 @@ void WorkingCopies::written(Entry& e) {
   e.version = static_cast<int64_t>(e.master._version());
 }
 
-WorkingCopyScope::WorkingCopyScope(WorkingCopies* copies) : previous_(active) { active = copies; }
-WorkingCopyScope::~WorkingCopyScope() { active = previous_; }
-
-const torch::Tensor& working_weight(const torch::Tensor& w) {
-  if (!active) return w;
-  const auto* e = active->find(w);
+const torch::Tensor& working_weight(WorkingCopies* copies, const torch::Tensor& w) {
+  if (!copies) return w;
+  const auto* e = copies->find(w);
   return e ? e->copy : w;
 }
 

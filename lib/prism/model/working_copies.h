@@ -14,8 +14,8 @@
 // compute (the master rounded to the nearest bf16), so a step's arithmetic is
 // autocast's. A copy whose master changed by any other way (a checkpoint load,
 // an in-place edit: its version counter moved) is written again before it is
-// used. Copies are used only inside a WorkingCopyScope (the training step);
-// evaluation reads the masters.
+// used. Copies are used only by a forward that is handed them
+// (ForwardOptions::working_copies: the training step); evaluation reads the masters.
 #include <torch/torch.h>
 
 #include <optional>
@@ -70,21 +70,8 @@ class WorkingCopies {
   std::unordered_map<const void*, size_t> index_;  // master's TensorImpl -> entry
 };
 
-// Makes `copies` the ones working_weight returns while alive, on this thread
-// (a training step's forward and backward).
-class WorkingCopyScope {
- public:
-  explicit WorkingCopyScope(WorkingCopies* copies);
-  ~WorkingCopyScope();
-  WorkingCopyScope(const WorkingCopyScope&) = delete;
-  WorkingCopyScope& operator=(const WorkingCopyScope&) = delete;
-
- private:
-  WorkingCopies* previous_;
-};
-
-// The weight a matmul should use: the working copy of `w` inside a scope that
-// has one, else `w` itself.
-const torch::Tensor& working_weight(const torch::Tensor& w);
+// The weight a matmul should use: the working copy of `w` when `copies` has one
+// (a training step passes its copies in ForwardOptions::working_copies), else `w`.
+const torch::Tensor& working_weight(WorkingCopies* copies, const torch::Tensor& w);
 
 }  // namespace prism

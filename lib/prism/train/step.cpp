@@ -45,11 +45,12 @@ StepResult optimizer_step(GPT& model, torch::optim::Optimizer& opt, const Execut
     auto [x, y] = next();
     x = x.to(exec.device, true);
     y = y.to(exec.device, true);
-    WorkingCopyScope working(copies);
     torch::Tensor loss;
     {
       AutocastScope autocast(exec);
-      loss = model->forward(x, y, options ? options(m) : ForwardOptions{}).loss;
+      ForwardOptions forward = options ? options(m) : ForwardOptions{};
+      forward.working_copies = copies;  // the matmuls read the bf16 copies (null: the masters)
+      loss = model->forward(x, y, forward).loss;
     }
     if (sync) sync->prepare(m + 1 == accum);
     (loss / static_cast<double>(accum)).backward();
