@@ -1,7 +1,7 @@
 #include "prism/ops/adamw.h"
 
 #include "cpu/adamw.h"
-#include "prism/ops/cpu_code_paths.h"
+#include "prism/ops/cpu_isa.h"
 
 namespace prism {
 
@@ -44,7 +44,7 @@ double bf16_sum_squares(const torch::Tensor& grad, const std::vector<const float
 }
 
 const char* adamw_cpu_target() {
-  attention::check_cpu_isa_env();  // PRISM_CPU_ISA holds this kernel too; a bad value is refused with its fix
+  check_cpu_isa_env();  // PRISM_CPU_ISA holds this kernel too; a bad value is refused with its fix
   return kernels::cpu::adamw_target();
 }
 

@@ -4,7 +4,7 @@
 #include <ATen/record_function.h>
 
 #include "cpu/layer_norm.h"
-#include "prism/ops/cpu_code_paths.h"
+#include "prism/ops/cpu_isa.h"
 #include "prism/ops/kernel_rows.h"
 
 namespace prism {
@@ -115,7 +115,7 @@ AddNorm add_layer_norm(const torch::Tensor& x, const torch::Tensor& r, const tor
     auto h = r.defined() ? x + r : x;
     return {h, torch::layer_norm(h, {weight.size(0)}, weight, bias, eps)};
   }
-  attention::check_cpu_isa_env();
+  check_cpu_isa_env();
   const auto none = torch::empty({0}, x.options());
   auto outs = AddLayerNorm::apply(x, r.defined() ? r : none, weight, bias.defined() ? bias : none,
                                   static_cast<int64_t>(normed_dtype()), eps);
@@ -123,7 +123,7 @@ AddNorm add_layer_norm(const torch::Tensor& x, const torch::Tensor& r, const tor
 }
 
 const char* layer_norm_cpu_target() {
-  attention::check_cpu_isa_env();
+  check_cpu_isa_env();
   return kc::layer_norm_target();
 }
 

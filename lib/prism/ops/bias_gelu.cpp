@@ -3,7 +3,7 @@
 #include <ATen/record_function.h>
 
 #include "cpu/bias_gelu.h"
-#include "prism/ops/cpu_code_paths.h"
+#include "prism/ops/cpu_isa.h"
 #include "prism/ops/kernel_rows.h"
 
 namespace prism {
@@ -60,7 +60,7 @@ bool fused_bias_gelu_fits(const torch::Tensor& h, const torch::Tensor& bias) {
 
 torch::Tensor fused_bias_gelu(const torch::Tensor& h, const torch::Tensor& bias) {
   TORCH_CHECK(fused_bias_gelu_fits(h, bias), "fused_bias_gelu: needs a CPU fp32/bf16 tensor and a matching bias");
-  attention::check_cpu_isa_env();
+  check_cpu_isa_env();
   return BiasGelu::apply(h, bias.defined() ? bias : torch::empty({0}));
 }
 
@@ -74,7 +74,7 @@ torch::Tensor linear_gelu(const torch::Tensor& x, const torch::Tensor& weight, c
 }
 
 const char* bias_gelu_cpu_target() {
-  attention::check_cpu_isa_env();
+  check_cpu_isa_env();
   return kc::bias_gelu_target();
 }
 

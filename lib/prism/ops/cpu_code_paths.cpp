@@ -46,11 +46,6 @@ CpuCodePath default_cpu_code_path() {
   }
 }
 
-void check_cpu_isa_env() {
-  static const bool checked = (default_cpu_code_path(), true);  // a throw leaves it unset: checked again next call
-  (void)checked;
-}
-
 CpuCodePath cpu_code_path(const std::string& name, const std::string& where) {
   std::vector<std::string> names;
   for (const auto& p : cpu_code_paths()) {
@@ -61,6 +56,16 @@ CpuCodePath cpu_code_path(const std::string& name, const std::string& where) {
               fmt::format("use one of: {}", fmt::join(names, ", ")));
 }
 
-bool cpu_has_native_bf16() { return kc::cpu_has_native_bf16(); }
-
 }  // namespace prism::attention
+
+namespace prism {
+
+void check_cpu_isa_env() {
+  // The fused kernel's default code path reads and checks PRISM_CPU_ISA for every kernel.
+  static const bool checked = (attention::default_cpu_code_path(), true);  // a throw leaves it unset: checked again
+  (void)checked;
+}
+
+bool cpu_has_native_bf16() { return kernels::cpu::cpu_has_native_bf16(); }
+
+}  // namespace prism

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "prism/ops/cpu_isa.h"  // check_cpu_isa_env, cpu_has_native_bf16
+
 namespace prism::attention {
 
 struct CpuCodePath {
@@ -24,17 +26,8 @@ std::vector<CpuCodePath> cpu_code_paths();
 // PRISM_CPU_ISA this build or CPU cannot run.
 CpuCodePath default_cpu_code_path();
 
-// PRISM_CPU_ISA also holds the other Highway kernels (the LM head's softmax, the
-// MLP's bias + GELU) to that instruction set or an older one: their bindings call
-// this first, which throws the same prism::Error for a value this CPU cannot run.
-void check_cpu_isa_env();
-
 // The supported code path called `name`; throws prism::Error naming `where`
 // and the choices when there is none.
 CpuCodePath cpu_code_path(const std::string& name, const std::string& where);
-
-// Whether this CPU multiplies bf16 natively (x86 AVX512-BF16, Arm BF16): without it,
-// LibTorch's bf16 matmuls take a fallback that is far slower than fp32.
-bool cpu_has_native_bf16();
 
 }  // namespace prism::attention

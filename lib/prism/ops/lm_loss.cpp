@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "cpu/lm_softmax.h"
-#include "prism/ops/cpu_code_paths.h"
+#include "prism/ops/cpu_isa.h"
 
 namespace prism {
 
@@ -125,7 +125,7 @@ class LmHeadCrossEntropy : public torch::autograd::Function<LmHeadCrossEntropy> 
     auto targets = targets_in.to(torch::kLong).contiguous();
     const int64_t N = x.size(0), V = w.size(0);
     const bool cpu = x.device().is_cpu();
-    if (cpu) attention::check_cpu_isa_env();  // PRISM_CPU_ISA holds the softmax kernels too
+    if (cpu) check_cpu_isa_env();  // PRISM_CPU_ISA holds the softmax kernels too
     auto f32 = x.options().dtype(torch::kFloat);
     RowStats st = start_stats(N, f32, cpu);
     // Chunk by chunk even when all are kept: a matmul into a cache-sized block

@@ -6,7 +6,7 @@
 
 #include "cpu/rope.h"
 #include "prism/error.h"
-#include "prism/ops/cpu_code_paths.h"
+#include "prism/ops/cpu_isa.h"
 
 namespace prism {
 
@@ -120,7 +120,7 @@ bool fused_rope_fits(const torch::Tensor& q, const torch::Tensor& k) {
 RotatedQK apply_rope(const torch::Tensor& q, const torch::Tensor& k, const RopeTable& table) {
   check_fit(q, k, table);
   if (!fused_rope_fits(q, k)) return {rope_by_ops(q, table), rope_by_ops(k, table)};
-  attention::check_cpu_isa_env();
+  check_cpu_isa_env();
   const int64_t T = q.size(1);
   // The table's first T rows: contiguous, as the kernel reads them.
   auto res = RotaryPositions::apply(q, k, table.cos.narrow(0, 0, T), table.sin.narrow(0, 0, T));
@@ -128,7 +128,7 @@ RotatedQK apply_rope(const torch::Tensor& q, const torch::Tensor& k, const RopeT
 }
 
 const char* rope_cpu_target() {
-  attention::check_cpu_isa_env();
+  check_cpu_isa_env();
   return kc::rope_target();
 }
 

@@ -1,7 +1,7 @@
 #include "prism/train/optimizer.h"
 
 #include "prism/ops/adamw.h"
-#include "prism/ops/cpu_code_paths.h"
+#include "prism/ops/cpu_isa.h"
 
 namespace prism {
 
@@ -45,7 +45,7 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
     loss = closure();
   }
   const double grad_scale = grad_scale_.defined() ? grad_scale_.item<double>() : 1.0;
-  if (copies_) attention::check_cpu_isa_env();
+  if (copies_) check_cpu_isa_env();
   for (auto& group : param_groups()) {
     auto& o = static_cast<torch::optim::AdamWOptions&>(group.options());
     TORCH_CHECK(!o.amsgrad(), "FusedAdamW: amsgrad is not supported");
