@@ -12,23 +12,13 @@
 #include <thread>
 
 #include "prism/error.h"
+#include "prism/format.h"
 #include "prism/sweep/run_result.h"
 #include "prism/sweep/sweep_dir.h"
 
 namespace fs = std::filesystem;
 
 namespace prism {
-
-namespace {
-
-std::string format_tokens(double v) {
-  if (v >= 1e9) return fmt::format("{:.2f}B", v / 1e9);
-  if (v >= 1e6) return fmt::format("{:.2f}M", v / 1e6);
-  if (v >= 1e3) return fmt::format("{:.1f}k", v / 1e3);
-  return fmt::format("{:.0f}", v);
-}
-
-}  // namespace
 
 // The trials whose seed is among the first `n` seeds of the grid (in trial order); all when n is 0.
 std::vector<const Trial*> with_rung_seeds(const std::vector<const Trial*>& trials, int n) {
@@ -158,9 +148,9 @@ std::string describe_halving(const SweepPlan& plan, const SweepSummary& s) {
   }
   if (s.tokens_full_grid > 0)
     out += fmt::format("  trained {} tokens, {:.0f}% of the full grid's {} ({} trials x {} steps)\n",
-                       format_tokens(static_cast<double>(s.tokens_trained)),
+                       format_count(static_cast<double>(s.tokens_trained)),
                        100.0 * static_cast<double>(s.tokens_trained) / static_cast<double>(s.tokens_full_grid),
-                       format_tokens(static_cast<double>(s.tokens_full_grid)), plan.trials.size(),
+                       format_count(static_cast<double>(s.tokens_full_grid)), plan.trials.size(),
                        plan.trials[0].max_steps);
   return out;
 }
