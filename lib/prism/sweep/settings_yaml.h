@@ -1,199 +1,167 @@
 #pragma once
-// A sweep's settings as YAML, both ways, written once per type (yaml-cpp's
-// convert<>): what sweep.yaml records under `settings:` (plan_to_yaml) and what
-// prism reads back from it (plan_from_yaml). Keys a sweep.yaml of an older Prism
-// lacks are left at their defaults, so its sweep reads as it ran; keys every version
-// wrote are required, and a sweep.yaml without them is reported as unreadable.
+// A sweep's settings as YAML, both ways (yaml-cpp's convert<>): what sweep.yaml
+// records under `settings:` (plan_to_yaml) and what prism reads back from it
+// (plan_from_yaml). Each settings type lists its keys once (`keys` below), in the
+// order sweep.yaml has them; one walk of that list writes them, another reads them.
+// Keys a sweep.yaml of an older Prism lacks are marked optional and keep their
+// defaults (or the value the older file meant), so its sweep reads as it ran; the
+// others are required, and a sweep.yaml without them is reported as unreadable.
 //
 // The sweep file a user writes is read by parse_settings (sweep/plan.cpp) instead:
 // it checks each key's range and names the file, line and key of a mistake.
 #include <yaml-cpp/yaml.h>
 
+#include <string>
+#include <vector>
+
 #include "prism/sweep/plan.h"
 
 namespace prism::settings_yaml {
 
-// `node[key]` into `value` when the node has it (a key older versions did not write).
-template <class T>
-void read_optional(const YAML::Node& node, const char* key, T& value) {
-  if (const YAML::Node n = node[key]) value = n.as<T>();
+// Writes each key into a mapping; lists in flow style ([a, b]).
+struct Writer {
+  YAML::Node& node;
+  template <class T>
+  void operator()(const char* key, const T& value) {
+    node[key] = value;
+  }
+  void operator()(const char* key, const std::vector<std::string>& value) {
+    YAML::Node list(value);
+    list.SetStyle(YAML::EmitterStyle::Flow);
+    node[key] = list;
+  }
+  template <class T>
+  void optional(const char* key, const T& value) {
+    (*this)(key, value);
+  }
+  template <class T>
+  void optional(const char* key, const T& value, const T& /*absent*/) {
+    (*this)(key, value);
+  }
+};
+
+// Reads each key from a mapping: a required one must be there (yaml-cpp throws);
+// an optional one that is missing keeps the value it has, or takes `absent`.
+struct Reader {
+  const YAML::Node& node;
+  template <class T>
+  void operator()(const char* key, T& value) {
+    value = node[key].as<T>();
+  }
+  template <class T>
+  void optional(const char* key, T& value) {
+    if (const YAML::Node n = node[key]) value = n.as<T>();
+  }
+  template <class T>
+  void optional(const char* key, T& value, const T& absent) {
+    value = absent;
+    optional(key, value);
+  }
+};
+
+template <class Io>
+void keys(Io& io, HalvingSettings& h) {
+  io("enabled", h.enabled);
+  io("eta", h.eta);
+  io("min_steps", h.min_steps);
+  io("keep_baseline", h.keep_baseline);
+  io.optional("noise_k", h.noise_k, 0.0);  // sweeps made before the noise rule ranked by the mean alone
+  io.optional("rung_seeds", h.rung_seeds);
 }
 
-// A sequence written in flow style ([a, b]).
-inline YAML::Node flow(const std::vector<std::string>& v) {
-  YAML::Node n(v);
-  n.SetStyle(YAML::EmitterStyle::Flow);
-  return n;
+template <class Io>
+void keys(Io& io, SlurmCollect& c) {
+  io("partition", c.partition);
+  io("time", c.time);
+  io("mem", c.mem);
+  io("cpus", c.cpus);
+  io("extra", c.extra);
 }
+
+template <class Io>
+void keys(Io& io, SlurmSettings& s) {
+  io("partition", s.partition);
+  io("time", s.time);
+  io("mem", s.mem);
+  io("account", s.account);
+  io("cpus_per_task", s.cpus_per_task);
+  io("max_parallel", s.max_parallel);
+  io("max_waves", s.max_waves);
+  io.optional("signal_seconds", s.signal_seconds);  // the time-limit warning and requeue came later
+  io.optional("max_requeues", s.max_requeues);
+  io("extra", s.extra);
+  io.optional("collect", s.collect);
+}
+
+template <class Io>
+void keys(Io& io, EstimateSettings& e) {
+  io("tokens_per_s", e.tokens_per_s);
+  io("peak_flops", e.peak_flops);
+  io("mfu", e.mfu);
+  io("device", e.device);
+  io("source", e.source);
+}
+
+template <class Io>
+void keys(Io& io, PowerSettings& p) {
+  io("sd", p.sd);
+  io("source", p.source);
+  io("effect", p.effect);
+}
+
+template <class Io>
+void keys(Io& io, SequentialSettings& q) {
+  io("first", q.first);
+  io("step", q.step);
+  io("cap", q.cap);
+}
+
+// The sweep's name is not under `settings:` (sweep.yaml has it at the top).
+template <class Io>
+void keys(Io& io, SweepSettings& s) {
+  io("baseline", s.baseline);
+  io("jobs", s.jobs);
+  io("threads", s.threads);
+  io("timeout", s.timeout_s);
+  io("halving", s.halving);
+  io("slurm", s.slurm);
+  io.optional("estimate", s.estimate);  // sections later versions added
+  io.optional("power", s.power);
+  io.optional("sequential", s.sequential);
+}
+
+// convert<T> for a type with `keys`; `flow` writes its mapping on one line.
+template <class T, bool flow = false>
+struct Convert {
+  static YAML::Node encode(T value) {  // a copy: `keys` takes the fields by reference for both walks
+    YAML::Node node;
+    Writer w{node};
+    keys(w, value);
+    if (flow) node.SetStyle(YAML::EmitterStyle::Flow);
+    return node;
+  }
+  static bool decode(const YAML::Node& node, T& value) {
+    Reader r{node};
+    keys(r, value);
+    return true;
+  }
+};
 
 }  // namespace prism::settings_yaml
 
 namespace YAML {
-
 template <>
-struct convert<prism::HalvingSettings> {
-  static Node encode(const prism::HalvingSettings& h) {
-    Node n;
-    n["enabled"] = h.enabled;
-    n["eta"] = h.eta;
-    n["min_steps"] = h.min_steps;
-    n["keep_baseline"] = h.keep_baseline;
-    n["noise_k"] = h.noise_k;
-    n["rung_seeds"] = h.rung_seeds;
-    n.SetStyle(EmitterStyle::Flow);
-    return n;
-  }
-  static bool decode(const Node& n, prism::HalvingSettings& h) {
-    h.enabled = n["enabled"].as<bool>();
-    h.eta = n["eta"].as<int>();
-    h.min_steps = n["min_steps"].as<int64_t>();
-    h.keep_baseline = n["keep_baseline"].as<bool>();
-    h.noise_k = 0.0;  // sweeps made before the noise rule ranked by the mean alone; they keep their decisions
-    prism::settings_yaml::read_optional(n, "noise_k", h.noise_k);
-    prism::settings_yaml::read_optional(n, "rung_seeds", h.rung_seeds);
-    return true;
-  }
-};
-
+struct convert<prism::HalvingSettings> : prism::settings_yaml::Convert<prism::HalvingSettings, true> {};
 template <>
-struct convert<prism::SlurmCollect> {
-  static Node encode(const prism::SlurmCollect& c) {
-    Node n;
-    n["partition"] = c.partition;
-    n["time"] = c.time;
-    n["mem"] = c.mem;
-    n["cpus"] = c.cpus;
-    n["extra"] = prism::settings_yaml::flow(c.extra);
-    return n;
-  }
-  static bool decode(const Node& n, prism::SlurmCollect& c) {
-    c.partition = n["partition"].as<std::string>();
-    c.time = n["time"].as<std::string>();
-    c.mem = n["mem"].as<std::string>();
-    c.cpus = n["cpus"].as<int>();
-    c.extra = n["extra"].as<std::vector<std::string>>();
-    return true;
-  }
-};
-
+struct convert<prism::SlurmCollect> : prism::settings_yaml::Convert<prism::SlurmCollect> {};
 template <>
-struct convert<prism::SlurmSettings> {
-  static Node encode(const prism::SlurmSettings& s) {
-    Node n;
-    n["partition"] = s.partition;
-    n["time"] = s.time;
-    n["mem"] = s.mem;
-    n["account"] = s.account;
-    n["cpus_per_task"] = s.cpus_per_task;
-    n["max_parallel"] = s.max_parallel;
-    n["max_waves"] = s.max_waves;
-    n["signal_seconds"] = s.signal_seconds;
-    n["max_requeues"] = s.max_requeues;
-    n["extra"] = prism::settings_yaml::flow(s.extra);
-    n["collect"] = s.collect;
-    return n;
-  }
-  static bool decode(const Node& n, prism::SlurmSettings& s) {
-    s.partition = n["partition"].as<std::string>();
-    s.time = n["time"].as<std::string>();
-    s.mem = n["mem"].as<std::string>();
-    s.account = n["account"].as<std::string>();
-    s.cpus_per_task = n["cpus_per_task"].as<int>();
-    s.max_parallel = n["max_parallel"].as<int>();
-    s.max_waves = n["max_waves"].as<int>();
-    s.extra = n["extra"].as<std::vector<std::string>>();
-    // Absent in sweep.yaml files of older versions: they get today's defaults.
-    prism::settings_yaml::read_optional(n, "signal_seconds", s.signal_seconds);
-    prism::settings_yaml::read_optional(n, "max_requeues", s.max_requeues);
-    prism::settings_yaml::read_optional(n, "collect", s.collect);
-    return true;
-  }
-};
-
+struct convert<prism::SlurmSettings> : prism::settings_yaml::Convert<prism::SlurmSettings> {};
 template <>
-struct convert<prism::EstimateSettings> {
-  static Node encode(const prism::EstimateSettings& e) {
-    Node n;
-    n["tokens_per_s"] = e.tokens_per_s;
-    n["peak_flops"] = e.peak_flops;
-    n["mfu"] = e.mfu;
-    n["device"] = e.device;
-    n["source"] = e.source;
-    return n;
-  }
-  static bool decode(const Node& n, prism::EstimateSettings& e) {
-    e.tokens_per_s = n["tokens_per_s"].as<double>();
-    e.peak_flops = n["peak_flops"].as<double>();
-    e.mfu = n["mfu"].as<double>();
-    e.device = n["device"].as<std::string>();
-    e.source = n["source"].as<std::string>();
-    return true;
-  }
-};
-
+struct convert<prism::EstimateSettings> : prism::settings_yaml::Convert<prism::EstimateSettings> {};
 template <>
-struct convert<prism::PowerSettings> {
-  static Node encode(const prism::PowerSettings& p) {
-    Node n;
-    n["sd"] = p.sd;
-    n["source"] = p.source;
-    n["effect"] = p.effect;
-    return n;
-  }
-  static bool decode(const Node& n, prism::PowerSettings& p) {
-    p.sd = n["sd"].as<double>();
-    p.source = n["source"].as<std::string>();
-    p.effect = n["effect"].as<double>();
-    return true;
-  }
-};
-
+struct convert<prism::PowerSettings> : prism::settings_yaml::Convert<prism::PowerSettings> {};
 template <>
-struct convert<prism::SequentialSettings> {
-  static Node encode(const prism::SequentialSettings& q) {
-    Node n;
-    n["first"] = q.first;
-    n["step"] = q.step;
-    n["cap"] = q.cap;
-    return n;
-  }
-  static bool decode(const Node& n, prism::SequentialSettings& q) {
-    q.first = n["first"].as<int>();
-    q.step = n["step"].as<int>();
-    q.cap = n["cap"].as<int>();
-    return true;
-  }
-};
-
-// The sweep's name is not under `settings:` (sweep.yaml has it at the top).
+struct convert<prism::SequentialSettings> : prism::settings_yaml::Convert<prism::SequentialSettings> {};
 template <>
-struct convert<prism::SweepSettings> {
-  static Node encode(const prism::SweepSettings& s) {
-    Node n;
-    n["baseline"] = s.baseline;
-    n["jobs"] = s.jobs;
-    n["threads"] = s.threads;
-    n["timeout"] = s.timeout_s;
-    n["halving"] = s.halving;
-    n["slurm"] = s.slurm;
-    n["estimate"] = s.estimate;
-    n["power"] = s.power;
-    n["sequential"] = s.sequential;
-    return n;
-  }
-  static bool decode(const Node& n, prism::SweepSettings& s) {
-    s.baseline = n["baseline"].as<bool>();
-    s.jobs = n["jobs"].as<int>();
-    s.threads = n["threads"].as<int>();
-    s.timeout_s = n["timeout"].as<double>();
-    s.halving = n["halving"].as<prism::HalvingSettings>();
-    s.slurm = n["slurm"].as<prism::SlurmSettings>();
-    // Absent in sweep.yaml files of older versions.
-    prism::settings_yaml::read_optional(n, "estimate", s.estimate);
-    prism::settings_yaml::read_optional(n, "power", s.power);
-    prism::settings_yaml::read_optional(n, "sequential", s.sequential);
-    return true;
-  }
-};
-
+struct convert<prism::SweepSettings> : prism::settings_yaml::Convert<prism::SweepSettings> {};
 }  // namespace YAML
