@@ -296,48 +296,45 @@ std::string lines_matching(const std::regex& pattern, const std::set<std::string
   return problems;
 }
 
+// The rule "only `allowed` may match `pattern`": no match anywhere else in lib/prism, and at least
+// `live` matches inside `allowed` (the rule still finds what it guards).
+void check_only_in(const std::regex& pattern, const std::set<std::string>& allowed, size_t live) {
+  size_t found = 0;
+  const std::string problems = lines_matching(pattern, allowed, found);
+  CHECK(problems == "");
+  CHECK(found >= live);
+}
+
 }  // namespace
 
 TEST_CASE("only launch/ starts processes: nothing else in lib/ runs prism, a shell or sbatch", "[layout]") {
   // launch/process.cpp forks the trials and runs Slurm's commands; TensorBoard's Python bridge is the
   // one other child (a pipe to a writer).
   static const std::regex starts(R"(\b(popen|fork|vfork|execve|execvp|execv|posix_spawnp?|system)\s*\()");
-  size_t found = 0;
-  const std::string problems = lines_matching(starts, {"launch/process.cpp", "export/tensorboard.cpp"}, found);
   INFO("Fix: start processes through launch/process.h (spawn_prism, run_command); call the library instead of "
        "running `prism` (analysis/throughput_bench.cpp times in-process)");
-  CHECK(problems == "");
-  CHECK(found >= 3);  // the rule is live: the launchers' own calls are found
+  check_only_in(starts, {"launch/process.cpp", "export/tensorboard.cpp"}, 3);  // 3: the launchers' own calls
 }
 
 TEST_CASE("only launch/signals.cpp installs signal handlers", "[layout]") {
   // One module decides what INT, TERM and USR1 do (launch/signals.h); TensorBoard's bridge ignores SIGPIPE.
   static const std::regex handles(R"(\b(sigaction|signal)\s*\(\s*\w)");
-  size_t found = 0;
-  const std::string problems = lines_matching(handles, {"launch/signals.cpp", "export/tensorboard.cpp"}, found);
   INFO("Fix: use launch/signals.h (install_stop_handlers for a trainer, SignalScope for a launcher)");
-  CHECK(problems == "");
-  CHECK(found >= 2);
+  check_only_in(handles, {"launch/signals.cpp", "export/tensorboard.cpp"}, 2);
 }
 
 TEST_CASE("only launch/ waits for children: one process pool for sweeps and post-processing", "[layout]") {
   // launch/pool.cpp reaps, times out and stops a pool's children; launch/process.cpp waits for a child
   // that failed to exec. A second hand-written pool loop would be a second set of rules for timeouts and signals.
   static const std::regex waits(R"(\b(waitpid|wait4|waitid)\s*\()");
-  size_t found = 0;
-  const std::string problems = lines_matching(waits, {"launch/pool.cpp", "launch/process.cpp"}, found);
   INFO("Fix: run children through launch/pool.h (run_pool) instead of a waitpid loop of your own");
-  CHECK(problems == "");
-  CHECK(found >= 2);
+  check_only_in(waits, {"launch/pool.cpp", "launch/process.cpp"}, 2);
 }
 
 TEST_CASE("only launch/slurm.cpp calls sbatch or scontrol: one Slurm submitter", "[layout]") {
   // A sweep's waves and post-processing's jobs submit through launch/slurm.h (submit_array_then_collect,
   // requeue_after_warning); a command line of their own would be a second place to learn Slurm's quirks.
   static const std::regex calls(R"rx("(sbatch|scontrol|squeue|scancel|srun)\b)rx");
-  size_t found = 0;
-  const std::string problems = lines_matching(calls, {"launch/slurm.cpp"}, found);
   INFO("Fix: submit through launch/slurm.h");
-  CHECK(problems == "");
-  CHECK(found >= 3);
+  check_only_in(calls, {"launch/slurm.cpp"}, 3);
 }
