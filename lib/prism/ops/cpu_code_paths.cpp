@@ -7,6 +7,7 @@
 
 #include "cpu/attention_cpu.h"
 #include "prism/error.h"
+#include "prism/ops/cpu_isa.h"
 
 namespace prism::attention {
 
@@ -65,7 +66,5 @@ void check_cpu_isa_env() {
   static const bool checked = (attention::default_cpu_code_path(), true);  // a throw leaves it unset: checked again
   (void)checked;
 }
-
-bool cpu_has_native_bf16() { return kernels::cpu::cpu_has_native_bf16(); }
 
 }  // namespace prism

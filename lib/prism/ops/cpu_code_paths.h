@@ -6,8 +6,6 @@
 #include <string>
 #include <vector>
 
-#include "prism/ops/cpu_isa.h"  // check_cpu_isa_env, cpu_has_native_bf16
-
 namespace prism::attention {
 
 struct CpuCodePath {

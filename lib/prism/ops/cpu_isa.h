@@ -1,8 +1,8 @@
 #pragma once
 // What every CPU kernel of Prism asks about the machine, whichever op it belongs to
 // (attention, LayerNorm, bias + GELU, rotary positions, the LM head's softmax, AdamW):
-// is the instruction set PRISM_CPU_ISA names one this CPU runs, and does it multiply
-// bf16 natively. The fused attention kernel's own code paths are ops/cpu_code_paths.h.
+// is the instruction set PRISM_CPU_ISA names one this CPU runs. The fused attention
+// kernel's own code paths are ops/cpu_code_paths.h.
 namespace prism {
 
 // PRISM_CPU_ISA holds every Highway kernel to that instruction set or an older one
@@ -10,9 +10,5 @@ namespace prism {
 // it throws prism::Error, naming the variable and the values this CPU runs, for a
 // value this build or CPU cannot run; checked once per process once it passes.
 void check_cpu_isa_env();
-
-// Whether this CPU multiplies bf16 natively (x86 AVX512-BF16, Arm BF16): without it,
-// LibTorch's bf16 matmuls take a fallback that is far slower than fp32.
-bool cpu_has_native_bf16();
 
 }  // namespace prism

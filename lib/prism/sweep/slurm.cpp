@@ -1,11 +1,7 @@
 #include "prism/sweep/slurm.h"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
-#include <signal.h>
 
-#include <array>
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
